@@ -1,0 +1,194 @@
+/* alloc/internal.h — the allocator's internal map.
+ *
+ * Tiers (google/tcmalloc names):
+ *   front-end   thread_cache.c   per-thread free lists, no lock, no atomic
+ *   middle-end  central.c        per-class transfer batches + span free lists
+ *   back-end    arena.c          spans and large blocks from mimalloc (the only
+ *                                includer of <mimalloc.h>)
+ *   maps        pagemap.c        page -> span, O(1), for any pointer
+ *               size_class.c     the class table
+ *               meta.c           never-freed bookkeeping memory (mmap)
+ *   entry       entry.c          malloc family + glibc aliases (only file that
+ *               operators.cc     defines libc / C++ names)
+ *   process     init.c           first-call init, fork, thread exit
+ *               log.c            stderr messages that never allocate
+ *
+ * Prototypes below are grouped under the file that defines them.
+ *
+ * Synchronization (lock order, outermost first):
+ *   profiler locks (dump/, via ha_prof_prefork) -> ha_tc_registry_lock ->
+ *   central[cls].lock (ascending cls) -> arena large-cache lock -> meta lock.
+ * No lock is held while calling into mimalloc for span memory, nor while the
+ * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
+ * in that order and released (parent) or re-initialised (child) after fork.
+ * Signal handlers never allocate through heapalloc locks: dump/ only posts.
+ */
+#ifndef HA_ALLOC_INTERNAL_H
+#define HA_ALLOC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#define HA_HIDDEN __attribute__((visibility("hidden")))
+#define HA_EXPORT __attribute__((visibility("default")))
+#define HA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HA_NOINLINE __attribute__((noinline))
+#define HA_COLD __attribute__((cold, noinline))
+#define HA_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define HA_PAGE_SHIFT 12
+#define HA_PAGE_SIZE ((size_t)1 << HA_PAGE_SHIFT)
+#define HA_SMALL_MAX 32768        /* largest size served by a size class */
+#define HA_NCLASSES 73            /* class 0 unused; 1..72 real */
+#define HA_MIN_ALIGN 16
+#define HA_LARGE_HDR 16           /* header before every large block */
+
+/* ---- size_class.c ---------------------------------------------------- */
+extern uint8_t ha_class_lo[1024 / 8 + 1];     /* (n+7)>>3      for n <= 1024  */
+extern uint8_t ha_class_hi[32768 / 128 + 1];  /* (n+127)>>7    for n <= 32768 */
+extern uint32_t ha_class_size[HA_NCLASSES];
+extern uint32_t ha_class_batch[HA_NCLASSES];   /* objects moved per transfer */
+extern uint32_t ha_class_span_bytes[HA_NCLASSES];
+extern uint32_t ha_class_recip[HA_NCLASSES];   /* ceil(2^32 / size) */
+void ha_size_class_init(void);
+
+static inline unsigned ha_size_to_class(size_t n)
+{
+	return n <= 1024 ? ha_class_lo[(n + 7) >> 3] : ha_class_hi[(n + 127) >> 7];
+}
+
+/* ---- meta.c ------------------------------------------------------------ */
+void *ha_meta_alloc(size_t bytes);    /* zeroed, 16-aligned, never freed */
+uint64_t ha_meta_bytes(void);
+void ha_meta_prefork(void);
+void ha_meta_postfork(int child);
+
+/* ---- span (central.c owns the lists; arena.c the memory) --------------- */
+typedef struct ha_span {
+	uintptr_t base;          /* first object */
+	uint32_t cls;
+	uint32_t nobj;           /* objects the span holds */
+	uint32_t nfree;          /* objects on span->freelist */
+	uint32_t carved;         /* objects handed out by bump so far */
+	void *freelist;          /* objects returned to this span */
+	struct ha_span *next, *prev;  /* central partial/empty list */
+	uint32_t *req;           /* profiling side table: req size + flags, or NULL */
+	uint32_t on_list;
+} ha_span;
+
+#define HA_REQ_TRACKED 0x80000000u /* slot holds a size allocated while profiling */
+#define HA_REQ_SAMPLED 0x40000000u /* the profiler recorded this object */
+#define HA_REQ_MASK 0x3fffffffu
+
+static inline uint32_t ha_span_index(const ha_span *s, uintptr_t p)
+{
+	return (uint32_t)(((uint64_t)(p - s->base) * ha_class_recip[s->cls]) >> 32);
+}
+
+/* ---- pagemap.c ---------------------------------------------------------- */
+#define HA_PM_LEAF_BITS 18
+#define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
+extern ha_span **ha_pagemap_root[1u << HA_PM_ROOT_BITS];
+
+static inline ha_span *ha_pagemap_get(const void *p)
+{
+	uintptr_t pg = (uintptr_t)p >> HA_PAGE_SHIFT;
+	if (HA_UNLIKELY(pg >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS)))
+		return NULL;
+	ha_span **leaf = ha_pagemap_root[pg >> HA_PM_LEAF_BITS];
+	return leaf ? leaf[pg & ((1u << HA_PM_LEAF_BITS) - 1)] : NULL;
+}
+int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
+
+/* ---- arena.c (mimalloc adapter) --------------------------------------- */
+void *ha_arena_span_alloc(size_t bytes);      /* page-aligned */
+void ha_arena_span_free(void *p);
+void *ha_arena_large_alloc(size_t n, size_t align, int zero); /* header-prefixed */
+void ha_arena_large_free(void *p);
+size_t ha_arena_large_usable(const void *p);
+uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
+int ha_arena_is_large(const void *p);         /* header magic intact */
+size_t ha_arena_trim(void);                   /* drop cached big blocks */
+void ha_arena_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached);
+void ha_arena_prefork(void);
+void ha_arena_postfork(int child);
+void ha_arena_init(void);
+/* Raw memory for the profiler and other internals: never sampled, never in
+ * size classes, safe to call while holding heapalloc locks. */
+void *ha_raw_malloc(size_t n);
+void *ha_raw_calloc(size_t n, size_t m);
+void ha_raw_free(void *p);
+#define HA_LARGE_SAMPLED ((uint64_t)1 << 63)
+
+/* ---- central.c ------------------------------------------------------------ */
+/* Fill up to `want` objects into a NULL-terminated list; returns count. */
+unsigned ha_central_fetch(unsigned cls, unsigned want, void **head);
+/* Give back a NULL-terminated list of n objects of class cls. */
+void ha_central_release(unsigned cls, void *head, unsigned n);
+void ha_central_trim(void);
+void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes);
+void ha_central_prefork(void);
+void ha_central_postfork(int child);
+void ha_central_init(void);
+
+/* ---- thread_cache.c ------------------------------------------------------ */
+typedef struct ha_tlist {
+	void *head;
+	uint32_t len;
+	uint32_t max;
+} ha_tlist;
+
+typedef struct ha_tcache {
+	ha_tlist list[HA_NCLASSES];
+	int64_t sample_left;     /* profiler countdown in requested bytes */
+	/* exact profiling totals (requested sizes), written only by the owner
+	 * with relaxed stores, summed by readers */
+	uint64_t prof_alloc_bytes, prof_alloc_count;
+	uint64_t prof_free_bytes, prof_free_count;
+	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
+	struct ha_tcache *next, *prev;
+} ha_tcache;
+
+extern HA_TLS ha_tcache ha_tc;
+extern int ha_prof_active;   /* profiling on: malloc/free take the prof path */
+
+void *ha_tcache_refill(unsigned cls);                /* slow path of pop */
+void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
+void ha_tcache_flush_self(void);
+void ha_tcache_thread_exit(void *arg);
+uint64_t ha_tcache_count(uint64_t *bytes);
+void ha_tcache_prof_totals(uint64_t out[4]);  /* alloc bytes, count, free bytes, count */
+void ha_tcache_reset_countdowns(int64_t v);
+void ha_tcache_prefork(void);
+void ha_tcache_postfork(int child);
+
+/* ---- init.c ------------------------------------------------------------- */
+extern int ha_ready;
+void ha_init_slow(void);
+static inline void ha_ensure_init(void)
+{
+	if (HA_UNLIKELY(!ha_ready))
+		ha_init_slow();
+}
+extern pthread_key_t ha_thread_key;
+
+/* ---- log.c -------------------------------------------------------------- */
+/* printf subset: %s %d %i %u %ld %lu %lld %llu %zu %zd %x %lx %p %c %%. */
+void ha_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ha_snprintf(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+__attribute__((noreturn)) void ha_fatal(const char *what, const void *p);
+
+/* ---- entry.c ------------------------------------------------------------ */
+void *ha_alloc(size_t n);                  /* malloc semantics, errno on fail */
+void *ha_alloc_aligned(size_t align, size_t n);
+void ha_free(void *p);
+size_t ha_usable_size(const void *p);
+void *ha_realloc(void *p, size_t n);
+
+/* ---- hooks.h: calls out to the profiler (implemented in dump/) ---------- */
+#include "alloc/hooks.h"
+
+#endif

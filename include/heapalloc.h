@@ -1,0 +1,70 @@
+/* heapalloc.h — the public API of heapalloc.
+ *
+ * heapalloc replaces the whole malloc family (and every C++ operator new/delete)
+ * of the program it is linked into or preloaded into; nothing here is needed for
+ * that.  This header adds heapalloc's own statistics and profiler control, and
+ * declares the gperftools heap-profiler API (<gperftools/heap-profiler.h>) that
+ * heapalloc implements, so programs written for gperftools link unchanged.
+ */
+#ifndef HEAPALLOC_H
+#define HEAPALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define HEAPALLOC_API __attribute__((visibility("default")))
+#else
+#define HEAPALLOC_API
+#endif
+
+/* Allocator statistics: a consistent-enough snapshot, cheap to take. */
+typedef struct heapalloc_stats {
+	uint64_t mallocs;          /* slow-path refills+large allocations seen (grows with use) */
+	uint64_t small_spans;      /* spans currently held for small size classes */
+	uint64_t small_span_bytes; /* bytes in those spans */
+	uint64_t small_free_bytes; /* bytes free inside spans (central lists + thread caches) */
+	uint64_t large_blocks;     /* blocks > HEAPALLOC_SMALL_MAX currently allocated */
+	uint64_t large_bytes;      /* their usable bytes */
+	uint64_t large_cached_bytes; /* freed big blocks kept for reuse */
+	uint64_t thread_caches;    /* live thread caches */
+	uint64_t thread_cache_bytes; /* bytes parked in thread caches */
+	uint64_t metadata_bytes;   /* heapalloc's own bookkeeping (span records, page map) */
+	/* profiler (all zero while it has never run) */
+	uint64_t prof_alloc_bytes; /* exact requested bytes allocated while profiling */
+	uint64_t prof_free_bytes;  /* exact requested bytes freed while profiling */
+	uint64_t prof_samples;     /* sampled allocations recorded */
+	uint64_t prof_buckets;     /* stack-table buckets in use */
+	uint64_t prof_memory;      /* bytes the profiler itself holds */
+	uint64_t prof_dumps;       /* profiles written */
+} heapalloc_stats;
+
+/* Largest request served from size-class spans; larger ones are "large". */
+#define HEAPALLOC_SMALL_MAX 32768
+
+HEAPALLOC_API void heapalloc_get_stats(heapalloc_stats *out);
+/* The version string, e.g. "0.1.0". */
+HEAPALLOC_API const char *heapalloc_version(void);
+
+/* Profiler control.  prefix as for HEAPPROFILE; returns 0 or an errno value. */
+HEAPALLOC_API int heapalloc_profile_start(const char *prefix);
+HEAPALLOC_API void heapalloc_profile_stop(void);
+/* Write the next numbered profile now; reason goes into the stderr line. */
+HEAPALLOC_API int heapalloc_profile_dump(const char *reason);
+HEAPALLOC_API int heapalloc_profile_running(void);
+
+/* The gperftools heap-profiler API, same names and behaviour. */
+HEAPALLOC_API void HeapProfilerStart(const char *prefix);
+HEAPALLOC_API void HeapProfilerStop(void);
+HEAPALLOC_API void HeapProfilerDump(const char *reason);
+HEAPALLOC_API int IsHeapProfilerRunning(void);
+HEAPALLOC_API char *GetHeapProfile(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
