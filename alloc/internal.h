@@ -101,6 +101,8 @@ static inline ha_span *ha_pagemap_get(const void *p)
 	return leaf ? leaf[pg & ((1u << HA_PM_LEAF_BITS) - 1)] : NULL;
 }
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
+void ha_pagemap_prefork(void);
+void ha_pagemap_postfork(int child);
 
 /* ---- arena.c (mimalloc adapter) --------------------------------------- */
 void *ha_arena_span_alloc(size_t bytes);      /* page-aligned */
@@ -154,7 +156,9 @@ typedef struct ha_tcache {
 extern HA_TLS ha_tcache ha_tc;
 extern int ha_prof_active;   /* profiling on: malloc/free take the prof path */
 
-void *ha_tcache_refill(unsigned cls);                /* slow path of pop */
+void *ha_tcache_refill(unsigned cls, size_t n);      /* slow path of pop */
+ha_tcache *ha_tcache_attach(void);                   /* register this thread */
+void ha_tcache_retire_prof(uint64_t ab, uint64_t ac, uint64_t fb, uint64_t fc);
 void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);

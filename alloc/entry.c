@@ -1,0 +1,501 @@
+/* alloc/entry.c — the malloc family: the only file defining libc's names.
+ *
+ * Fast paths first.  malloc(n), n <= 32 KiB, profiling off:
+ *   one load of ha_prof_active, a table lookup for the class, and a pop
+ *   from this thread's list (load head, load next, store head, dec len):
+ *   about 12 instructions, no lock, no atomic, no call.
+ * free(p), p small, profiling off:
+ *   page-map walk (2 dependent loads) to the span, a multiply to check that
+ *   p is an object start, a compare against the list head (a block freed
+ *   twice in a row), a push.
+ * The fast paths rely on: tables built before the first span exists (a
+ * class-0 lookup means "not initialised" and goes slow), the TLS struct
+ * being zero in a new thread (an empty list goes slow and attaches the
+ * thread), and spans being page-aligned so p's page names its span.
+ *
+ * Everything else — large blocks, alignment, profiling, errors — tail-calls
+ * a noinline slow path.
+ */
+#include "alloc/internal.h"
+#include <errno.h>
+#include <malloc.h>
+#include <string.h>
+#include <unistd.h>
+
+int ha_prof_active;
+
+/* ------------------------------------------------------------------ */
+/* small-object primitives                                             */
+
+static inline void *small_pop(unsigned cls, size_t n)
+{
+	ha_tlist *l = &ha_tc.list[cls];
+	void *p = l->head;
+	if (HA_LIKELY(p)) {
+		l->head = *(void **)p;
+		l->len--;
+		return p;
+	}
+	return ha_tcache_refill(cls, n);
+}
+
+static inline void small_push(ha_span *s, void *p)
+{
+	uintptr_t off = (uintptr_t)p - s->base;
+	unsigned cls = s->cls;
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj))
+		ha_fatal("free(): invalid pointer (not the start of a block)", p);
+	ha_tlist *l = &ha_tc.list[cls];
+	if (HA_UNLIKELY(l->head == p))
+		ha_fatal("free(): double free detected", p);
+	*(void **)p = l->head;
+	l->head = p;
+	if (HA_UNLIKELY(++l->len > l->max))
+		ha_tcache_overflow(l, cls);
+}
+
+/* Smallest class >= n whose size is a multiple of align (align <= 4096,
+ * power of two); 0 if none fits in a size class. */
+static unsigned aligned_class(size_t n, size_t align)
+{
+	size_t want = n > align ? n : align;
+	if (want > HA_SMALL_MAX || align > HA_PAGE_SIZE)
+		return 0;
+	for (unsigned c = ha_size_to_class(want); c && c < HA_NCLASSES; c++)
+		if ((ha_class_size[c] & (align - 1)) == 0)
+			return c;
+	return 0;
+}
+
+/* Allocation without profiling. align: 0 or a power of two. */
+static void *alloc_plain(size_t n, size_t align, int zero)
+{
+	ha_ensure_init();
+	unsigned cls = 0;
+	if (align <= HA_MIN_ALIGN) {
+		if (n <= HA_SMALL_MAX)
+			cls = ha_size_to_class(n);
+	} else {
+		cls = aligned_class(n, align);
+	}
+	if (cls) {
+		void *p = small_pop(cls, n);
+		if (HA_UNLIKELY(!p)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		if (zero)
+			memset(p, 0, n);
+		return p;
+	}
+	return ha_arena_large_alloc(n, align, zero);
+}
+
+/* ------------------------------------------------------------------ */
+/* profiling path (ha_prof_active): exact totals, countdown, marks     */
+
+static void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
+{
+	if (tc->state == 1) {
+		if (is_free) {
+			__atomic_store_n(&tc->prof_free_bytes, tc->prof_free_bytes + bytes, __ATOMIC_RELAXED);
+			__atomic_store_n(&tc->prof_free_count, tc->prof_free_count + 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_store_n(&tc->prof_alloc_bytes, tc->prof_alloc_bytes + bytes, __ATOMIC_RELAXED);
+			__atomic_store_n(&tc->prof_alloc_count, tc->prof_alloc_count + 1, __ATOMIC_RELAXED);
+		}
+	} else if (is_free) {
+		ha_tcache_retire_prof(0, 0, bytes, 1);
+	} else {
+		ha_tcache_retire_prof(bytes, 1, 0, 0);
+	}
+}
+
+/* The side-table slot of a small block; NULL if it cannot be had. */
+static uint32_t *small_slot(ha_span *s, void *p)
+{
+	uint32_t *req = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
+	if (HA_UNLIKELY(!req)) {
+		uint32_t *fresh = ha_raw_calloc(s->nobj, sizeof(uint32_t));
+		if (!fresh)
+			return NULL;
+		uint32_t *expect = NULL;
+		if (__atomic_compare_exchange_n(&s->req, &expect, fresh, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			req = fresh;
+		else {
+			ha_raw_free(fresh);
+			req = expect;
+		}
+	}
+	return &req[ha_span_index(s, (uintptr_t)p)];
+}
+
+static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
+{
+	void *p = alloc_plain(n, align, zero);
+	if (HA_UNLIKELY(!p))
+		return NULL;
+	ha_tcache *tc = &ha_tc;
+	if (tc->state == 0)
+		ha_tcache_attach();
+	prof_count(tc, 0, n);
+	ha_span *s = ha_pagemap_get(p);
+	uint32_t *slot = NULL;
+	uint64_t *lreq = NULL;
+	if (s) {
+		slot = small_slot(s, p);
+		if (slot)
+			*slot = HA_REQ_TRACKED | (uint32_t)n;
+	} else {
+		lreq = ha_arena_large_req(p);
+		*lreq = ((uint64_t)1 << 62) | n;
+	}
+	int64_t left = tc->sample_left - (int64_t)n;
+	if (HA_UNLIKELY(left < 0)) {
+		int sampled = 0;
+		left = ha_prof_on_alloc(p, n, &sampled);
+		if (sampled) {
+			if (slot)
+				*slot |= HA_REQ_SAMPLED;
+			else if (lreq)
+				*lreq |= HA_LARGE_SAMPLED;
+		}
+	}
+	tc->sample_left = left;
+	return p;
+}
+
+/* Account a tracked block's free; calls the profiler for sampled ones. */
+static void prof_free_small(ha_span *s, void *p)
+{
+	if (!s->req)
+		return;
+	uint32_t idx = ha_span_index(s, (uintptr_t)p);
+	if (idx >= s->nobj)
+		return;
+	uint32_t v = s->req[idx];
+	if (!(v & HA_REQ_TRACKED))
+		return;
+	s->req[idx] = 0;
+	prof_count(&ha_tc, 1, v & HA_REQ_MASK);
+	if (v & HA_REQ_SAMPLED)
+		ha_prof_on_free(p, v & HA_REQ_MASK);
+}
+
+static void prof_free_large(void *p)
+{
+	uint64_t *r = ha_arena_large_req(p);
+	uint64_t v = *r;
+	if (!(v & ((uint64_t)1 << 62)))
+		return;
+	*r = 0;
+	size_t req = (size_t)(v & (((uint64_t)1 << 62) - 1));
+	prof_count(&ha_tc, 1, req);
+	if (v & HA_LARGE_SAMPLED)
+		ha_prof_on_free(p, req);
+}
+
+/* ------------------------------------------------------------------ */
+/* internal entry points                                                */
+
+static HA_NOINLINE void *malloc_slow(size_t n)
+{
+	if (ha_prof_active)
+		return alloc_prof(n, 0, 0);
+	return alloc_plain(n, 0, 0);
+}
+
+void *ha_alloc(size_t n)
+{
+	if (HA_LIKELY(n <= HA_SMALL_MAX && !ha_prof_active))
+		return small_pop(ha_size_to_class(n), n);
+	return malloc_slow(n);
+}
+
+void *ha_alloc_aligned(size_t align, size_t n)
+{
+	if (ha_prof_active)
+		return alloc_prof(n, align, 0);
+	return alloc_plain(n, align, 0);
+}
+
+static HA_NOINLINE void free_slow(void *p, ha_span *s)
+{
+	if (!p)
+		return;
+	if (s) {
+		if (ha_prof_active)
+			prof_free_small(s, p);
+		small_push(s, p);
+		return;
+	}
+	if (HA_UNLIKELY(!ha_arena_is_large(p)))
+		ha_fatal("free(): invalid pointer (not allocated by heapalloc, or freed twice)", p);
+	if (ha_prof_active)
+		prof_free_large(p);
+	ha_arena_large_free(p);
+}
+
+void ha_free(void *p)
+{
+	ha_span *s = ha_pagemap_get(p);
+	if (HA_LIKELY(s && !ha_prof_active)) {
+		small_push(s, p);
+		return;
+	}
+	free_slow(p, s);
+}
+
+size_t ha_usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	ha_span *s = ha_pagemap_get(p);
+	if (s)
+		return ha_class_size[s->cls];
+	if (!ha_arena_is_large(p))
+		ha_fatal("malloc_usable_size(): invalid pointer", p);
+	return ha_arena_large_usable(p);
+}
+
+void *ha_realloc(void *p, size_t n)
+{
+	if (!p)
+		return ha_alloc(n);
+	if (n == 0) {
+		ha_free(p);
+		return NULL;
+	}
+	size_t old = ha_usable_size(p);
+	if (!ha_prof_active) {
+		ha_span *s = ha_pagemap_get(p);
+		if (s) {
+			if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
+				return p;
+		} else if (n <= old && n > HA_SMALL_MAX && n >= old / 2) {
+			return p;
+		}
+	}
+	/* Profiling counts every realloc as a free plus an allocation, so it
+	 * always moves: the new block gets its own size and maybe a sample. */
+	void *q = ha_alloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	ha_free(p);
+	return q;
+}
+
+/* ------------------------------------------------------------------ */
+/* the exported malloc API                                              */
+
+HA_EXPORT void *malloc(size_t n)
+{
+	if (HA_LIKELY(n <= HA_SMALL_MAX && !ha_prof_active))
+		return small_pop(ha_size_to_class(n), n);
+	return malloc_slow(n);
+}
+
+HA_EXPORT void free(void *p)
+{
+	ha_span *s = ha_pagemap_get(p);
+	if (HA_LIKELY(s && !ha_prof_active)) {
+		small_push(s, p);
+		return;
+	}
+	free_slow(p, s);
+}
+
+HA_EXPORT void *calloc(size_t n, size_t m)
+{
+	size_t t;
+	if (HA_UNLIKELY(__builtin_mul_overflow(n, m, &t))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (ha_prof_active)
+		return alloc_prof(t, 0, 1);
+	return alloc_plain(t, 0, 1);
+}
+
+HA_EXPORT void *realloc(void *p, size_t n)
+{
+	return ha_realloc(p, n);
+}
+
+HA_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+	size_t t;
+	if (HA_UNLIKELY(__builtin_mul_overflow(n, m, &t))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return ha_realloc(p, t);
+}
+
+static inline size_t pow2_up(size_t a)
+{
+	if (a <= 1)
+		return 1;
+	if (a > ((size_t)1 << 62))
+		return 0;
+	return (size_t)1 << (64 - __builtin_clzl(a - 1));
+}
+
+HA_EXPORT void *memalign(size_t align, size_t n)
+{
+	/* glibc rounds a non-power-of-two alignment up to the next one */
+	size_t a = pow2_up(align);
+	if (!a) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a <= HA_MIN_ALIGN)
+		return ha_alloc(n);
+	return ha_alloc_aligned(a, n);
+}
+
+HA_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	return memalign(align, n);
+}
+
+HA_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	int saved = errno;
+	void *p = align <= HA_MIN_ALIGN ? ha_alloc(n) : ha_alloc_aligned(align, n);
+	if (!p) {
+		errno = saved;
+		return ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+HA_EXPORT void *valloc(size_t n)
+{
+	return ha_alloc_aligned((size_t)sysconf(_SC_PAGESIZE), n);
+}
+
+HA_EXPORT void *pvalloc(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	if (n > SIZE_MAX - pg) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	n = (n + pg - 1) & ~(pg - 1);
+	return ha_alloc_aligned(pg, n ? n : pg);
+}
+
+HA_EXPORT size_t malloc_usable_size(void *p)
+{
+	return ha_usable_size(p);
+}
+
+HA_EXPORT int malloc_trim(size_t pad)
+{
+	(void)pad;
+	ha_ensure_init();
+	uint64_t before, after, x, y;
+	ha_central_stats(&x, &before, &y);
+	ha_tcache_flush_self();
+	ha_central_trim();
+	size_t big = ha_arena_trim();
+	ha_central_stats(&x, &after, &y);
+	return big > 0 || after < before;
+}
+
+HA_EXPORT int mallopt(int param, int value)
+{
+	(void)value;
+	switch (param) {
+	case M_MXFAST: case M_TRIM_THRESHOLD: case M_TOP_PAD: case M_MMAP_THRESHOLD:
+	case M_MMAP_MAX: case M_CHECK_ACTION: case M_PERTURB: case M_ARENA_TEST:
+	case M_ARENA_MAX:
+		return 1;    /* accepted; heapalloc has no such knob */
+	default:
+		return 0;
+	}
+}
+
+static void fill_info2(struct mallinfo2 *mi)
+{
+	uint64_t spans, span_bytes, span_free, lblocks, lbytes, lcached, tcb;
+	ha_ensure_init();
+	ha_central_stats(&spans, &span_bytes, &span_free);
+	ha_arena_stats(&lblocks, &lbytes, &lcached);
+	ha_tcache_count(&tcb);
+	memset(mi, 0, sizeof *mi);
+	mi->arena = span_bytes + lcached;
+	mi->ordblks = spans;
+	mi->hblks = lblocks;
+	mi->hblkhd = lbytes;
+	mi->fsmblks = tcb;
+	mi->fordblks = span_free + tcb + lcached;
+	mi->uordblks = span_bytes > span_free + tcb ? span_bytes - span_free - tcb + lbytes : lbytes;
+	mi->keepcost = lcached;
+}
+
+HA_EXPORT struct mallinfo2 mallinfo2(void)
+{
+	struct mallinfo2 mi;
+	fill_info2(&mi);
+	return mi;
+}
+
+static int clamp_int(size_t v)
+{
+	return v > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)v;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+HA_EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m2;
+	struct mallinfo mi;
+	fill_info2(&m2);
+	memset(&mi, 0, sizeof mi);
+	mi.arena = clamp_int(m2.arena);
+	mi.ordblks = clamp_int(m2.ordblks);
+	mi.hblks = clamp_int(m2.hblks);
+	mi.hblkhd = clamp_int(m2.hblkhd);
+	mi.fsmblks = clamp_int(m2.fsmblks);
+	mi.uordblks = clamp_int(m2.uordblks);
+	mi.fordblks = clamp_int(m2.fordblks);
+	mi.keepcost = clamp_int(m2.keepcost);
+	return mi;
+}
+#pragma GCC diagnostic pop
+
+HA_EXPORT void malloc_stats(void)
+{
+	struct mallinfo2 mi;
+	fill_info2(&mi);
+	uint64_t tcb, n = ha_tcache_count(&tcb);
+	ha_log("heapalloc %s\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+	       "large blocks     = %10zu (%zu bytes)\nthread caches    = %10llu (%llu bytes)\n"
+	       "metadata bytes   = %10llu\n",
+	       "0.1.0", mi.arena + mi.hblkhd, mi.uordblks, mi.hblks, mi.hblkhd,
+	       (unsigned long long)n, (unsigned long long)tcb,
+	       (unsigned long long)ha_meta_bytes());
+}
+
+/* glibc's internal names, so that static links and libc itself find us. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#define HA_ALIAS(name, target) \
+	HA_EXPORT __typeof__(target) name __attribute__((alias(#target), copy(target)))
+HA_ALIAS(__libc_malloc, malloc);
+HA_ALIAS(__libc_free, free);
+HA_ALIAS(__libc_calloc, calloc);
+HA_ALIAS(__libc_realloc, realloc);
+HA_ALIAS(__libc_memalign, memalign);
+HA_ALIAS(__libc_valloc, valloc);
+HA_ALIAS(__libc_pvalloc, pvalloc);
+HA_ALIAS(__libc_mallinfo, mallinfo);
+HA_ALIAS(__libc_mallopt, mallopt);

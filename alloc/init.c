@@ -1,0 +1,66 @@
+/* alloc/init.c — process-level state: first-call init, fork, thread exit.
+ *
+ * The first malloc (or the constructor below, whichever comes first) builds
+ * the size-class tables and the central caches, creates the thread-exit key
+ * and only then registers the fork handlers, because pthread_atfork itself
+ * may allocate: by then the allocator serves that call normally.
+ * Fork: prepare takes every lock in the documented order (internal.h);
+ * parent releases them, child re-initialises them.
+ */
+#include "alloc/internal.h"
+
+int ha_ready;
+pthread_key_t ha_thread_key;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void prefork(void)
+{
+	ha_prof_prefork();
+	ha_tcache_prefork();
+	ha_central_prefork();
+	ha_arena_prefork();
+	ha_pagemap_prefork();
+	ha_meta_prefork();
+}
+
+static void postfork(int child)
+{
+	ha_meta_postfork(child);
+	ha_pagemap_postfork(child);
+	ha_arena_postfork(child);
+	ha_central_postfork(child);
+	ha_tcache_postfork(child);
+	ha_prof_postfork(child);
+}
+
+static void postfork_parent(void)
+{
+	postfork(0);
+}
+
+static void postfork_child(void)
+{
+	postfork(1);
+}
+
+void ha_init_slow(void)
+{
+	if (__atomic_load_n(&ha_ready, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&init_lock);
+	if (!ha_ready) {
+		ha_size_class_init();
+		ha_arena_init();
+		ha_central_init();
+		if (pthread_key_create(&ha_thread_key, ha_tcache_thread_exit) != 0)
+			ha_fatal("cannot create the thread-exit key", NULL);
+		__atomic_store_n(&ha_ready, 1, __ATOMIC_RELEASE);
+		pthread_atfork(prefork, postfork_parent, postfork_child);
+	}
+	pthread_mutex_unlock(&init_lock);
+}
+
+__attribute__((constructor(101))) static void ha_ctor(void)
+{
+	ha_ensure_init();
+}

@@ -1,0 +1,53 @@
+/* alloc/meta.c — bookkeeping memory: span records, page-map leaves.
+ *
+ * A bump allocator over 2 MiB chunks from mmap.  Memory is zeroed and never
+ * returned (span records are recycled by their owners).  It never calls
+ * malloc, so it is safe during init and from inside any allocator path.
+ */
+#include "alloc/internal.h"
+#include <sys/mman.h>
+
+#define META_CHUNK ((size_t)2 << 20)
+
+static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *meta_cur, *meta_end;
+static uint64_t meta_total;
+
+void *ha_meta_alloc(size_t bytes)
+{
+	bytes = (bytes + 15) & ~(size_t)15;
+	pthread_mutex_lock(&meta_lock);
+	if ((size_t)(meta_end - meta_cur) < bytes) {
+		size_t want = bytes > META_CHUNK ? (bytes + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
+		void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			pthread_mutex_unlock(&meta_lock);
+			return NULL;
+		}
+		meta_cur = m;
+		meta_end = (char *)m + want;
+		meta_total += want;
+	}
+	void *p = meta_cur;
+	meta_cur += bytes;
+	pthread_mutex_unlock(&meta_lock);
+	return p;
+}
+
+uint64_t ha_meta_bytes(void)
+{
+	return __atomic_load_n(&meta_total, __ATOMIC_RELAXED);
+}
+
+void ha_meta_prefork(void)
+{
+	pthread_mutex_lock(&meta_lock);
+}
+
+void ha_meta_postfork(int child)
+{
+	if (child)
+		pthread_mutex_init(&meta_lock, NULL);
+	else
+		pthread_mutex_unlock(&meta_lock);
+}

@@ -1,0 +1,83 @@
+/* alloc/size_class.c — the size-class table and its lookup arrays.
+ *
+ * Classes are multiples of 16 up to 128 B (malloc's 16-byte alignment makes
+ * finer steps useless), then eight classes per doubling up to 32 KiB, so
+ * rounding wastes at most 1/9 (11.1%) of a block above 128 B:
+ *
+ *   16 32 48 64 80 96 112 128                          step 16
+ *   144 160 ... 256       step 16    | 288 ... 512       step 32
+ *   576 ... 1024          step 64    | 1152 ... 2048     step 128
+ *   2304 ... 4096         step 256   | 4608 ... 8192     step 512
+ *   9216 ... 16384        step 1024  | 18432 ... 32768   step 2048
+ *
+ * Worst waste per row: 15/32 (request 17 in 32, bounded by 15 bytes), then
+ * (step-1)/(lower+step): 15/144 = 10.4%, 31/288 = 10.8%, ... -> 11.1%.
+ * Every power of two up to 4096 is a class and spans are page-aligned, so
+ * such classes hand out blocks aligned to their size (memalign uses that).
+ *
+ * Span size: the smallest multiple of 4 KiB, at least 64 KiB and 8 objects,
+ * whose tail waste is at most 1/32 of the span.  Batch: objects moved per
+ * transfer between a thread cache and the central cache, 64 KiB worth,
+ * clamped to [2, 32].
+ * Never allocates; called once from ha_init_slow().
+ */
+#include "alloc/internal.h"
+
+uint8_t ha_class_lo[1024 / 8 + 1];
+uint8_t ha_class_hi[32768 / 128 + 1];
+uint32_t ha_class_size[HA_NCLASSES];
+uint32_t ha_class_batch[HA_NCLASSES];
+uint32_t ha_class_span_bytes[HA_NCLASSES];
+uint32_t ha_class_recip[HA_NCLASSES];
+
+static unsigned fill_sizes(void)
+{
+	unsigned c = 1;
+	for (uint32_t s = 16; s <= 128; s += 16)
+		ha_class_size[c++] = s;
+	for (uint32_t lo = 128; lo < 32768; lo *= 2)
+		for (uint32_t s = lo + lo / 8; s <= 2 * lo; s += lo / 8)
+			ha_class_size[c++] = s;
+	return c;
+}
+
+static uint32_t pick_span(uint32_t size)
+{
+	uint32_t min = 65536;
+	if (8 * size > min)
+		min = 8 * size;
+	min = (min + HA_PAGE_SIZE - 1) & ~(uint32_t)(HA_PAGE_SIZE - 1);
+	for (uint32_t b = min; b <= 2 * min; b += HA_PAGE_SIZE)
+		if ((b % size) * 32 <= b)
+			return b;
+	return min;
+}
+
+void ha_size_class_init(void)
+{
+	unsigned n = fill_sizes();
+	if (n != HA_NCLASSES)
+		ha_fatal("size-class table has the wrong length", NULL);
+	unsigned c = 1;
+	for (unsigned i = 0; i <= 1024 / 8; i++) {
+		uint32_t sz = i * 8;
+		while (ha_class_size[c] < sz)
+			c++;
+		ha_class_lo[i] = (uint8_t)c;
+	}
+	c = 1;
+	for (unsigned i = 0; i <= 32768 / 128; i++) {
+		uint32_t sz = i * 128;
+		while (ha_class_size[c] < sz)
+			c++;
+		ha_class_hi[i] = (uint8_t)c;
+	}
+	for (c = 1; c < HA_NCLASSES; c++) {
+		uint32_t s = ha_class_size[c];
+		uint32_t b = 65536 / s;
+		ha_class_batch[c] = b < 2 ? 2 : b > 32 ? 32 : b;
+		ha_class_span_bytes[c] = pick_span(s);
+		/* ceil(2^32/s): exact quotient for offsets < 2^32/s * ... (span < 1 MiB) */
+		ha_class_recip[c] = (uint32_t)(((uint64_t)1 << 32) / s + 1);
+	}
+}
