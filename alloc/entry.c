@@ -405,9 +405,9 @@ HA_EXPORT int malloc_trim(size_t pad)
 	ha_central_stats(&x, &before, &y);
 	ha_tcache_flush_self();
 	ha_central_trim();
-	size_t big = ha_arena_trim();
+	ha_arena_trim();
 	ha_central_stats(&x, &after, &y);
-	return big > 0 || after < before;
+	return after < before;
 }
 
 HA_EXPORT int mallopt(int param, int value)
@@ -425,20 +425,19 @@ HA_EXPORT int mallopt(int param, int value)
 
 static void fill_info2(struct mallinfo2 *mi)
 {
-	uint64_t spans, span_bytes, span_free, lblocks, lbytes, lcached, tcb;
+	uint64_t spans, span_bytes, span_free, lblocks, lbytes, tcb;
 	ha_ensure_init();
 	ha_central_stats(&spans, &span_bytes, &span_free);
-	ha_arena_stats(&lblocks, &lbytes, &lcached);
+	ha_arena_stats(&lblocks, &lbytes);
 	ha_tcache_count(&tcb);
 	memset(mi, 0, sizeof *mi);
-	mi->arena = span_bytes + lcached;
+	mi->arena = span_bytes;
 	mi->ordblks = spans;
 	mi->hblks = lblocks;
 	mi->hblkhd = lbytes;
 	mi->fsmblks = tcb;
-	mi->fordblks = span_free + tcb + lcached;
+	mi->fordblks = span_free + tcb;
 	mi->uordblks = span_bytes > span_free + tcb ? span_bytes - span_free - tcb + lbytes : lbytes;
-	mi->keepcost = lcached;
 }
 
 HA_EXPORT struct mallinfo2 mallinfo2(void)

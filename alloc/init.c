@@ -18,7 +18,6 @@ static void prefork(void)
 	ha_prof_prefork();
 	ha_tcache_prefork();
 	ha_central_prefork();
-	ha_arena_prefork();
 	ha_pagemap_prefork();
 	ha_meta_prefork();
 }
@@ -27,7 +26,6 @@ static void postfork(int child)
 {
 	ha_meta_postfork(child);
 	ha_pagemap_postfork(child);
-	ha_arena_postfork(child);
 	ha_central_postfork(child);
 	ha_tcache_postfork(child);
 	ha_prof_postfork(child);

@@ -16,8 +16,9 @@
  * Prototypes below are grouped under the file that defines them.
  *
  * Synchronization (lock order, outermost first):
- *   profiler locks (dump/, via ha_prof_prefork) -> ha_tc_registry_lock ->
- *   central[cls].lock (ascending cls) -> arena large-cache lock -> meta lock.
+ *   profiler locks (dump/, via ha_prof_prefork) -> thread-cache registry ->
+ *   central[cls].lock (ascending cls) -> span-record lock -> page-map leaf
+ *   lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
  * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
  * in that order and released (parent) or re-initialised (child) after fork.
@@ -112,10 +113,8 @@ void ha_arena_large_free(void *p);
 size_t ha_arena_large_usable(const void *p);
 uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
 int ha_arena_is_large(const void *p);         /* header magic intact */
-size_t ha_arena_trim(void);                   /* drop cached big blocks */
-void ha_arena_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached);
-void ha_arena_prefork(void);
-void ha_arena_postfork(int child);
+size_t ha_arena_trim(void);                   /* mimalloc collects */
+void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 void ha_arena_init(void);
 /* Raw memory for the profiler and other internals: never sampled, never in
  * size classes, safe to call while holding heapalloc locks. */

@@ -30,7 +30,6 @@ typedef struct heapalloc_stats {
 	uint64_t small_free_bytes; /* bytes free inside spans (central lists + thread caches) */
 	uint64_t large_blocks;     /* blocks > HEAPALLOC_SMALL_MAX currently allocated */
 	uint64_t large_bytes;      /* their usable bytes */
-	uint64_t large_cached_bytes; /* freed big blocks kept for reuse */
 	uint64_t thread_caches;    /* live thread caches */
 	uint64_t thread_cache_bytes; /* bytes parked in thread caches */
 	uint64_t metadata_bytes;   /* heapalloc's own bookkeeping (span records, page map) */
