@@ -39,13 +39,19 @@ static inline void *small_pop(unsigned cls, size_t n)
 	return ha_tcache_refill(cls, n);
 }
 
-static inline void small_push(ha_span *s, void *p)
+/* Index of p in its span; aborts unless p is the start of a block. */
+static inline uint32_t block_index(const ha_span *s, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - s->base;
 	unsigned cls = s->cls;
 	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
 	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj))
 		ha_fatal("free(): invalid pointer (not the start of a block)", p);
+	return idx;
+}
+
+static inline void push_checked(unsigned cls, void *p)
+{
 	ha_tlist *l = &ha_tc.list[cls];
 	if (HA_UNLIKELY(l->head == p))
 		ha_fatal("free(): double free detected", p);
@@ -53,6 +59,12 @@ static inline void small_push(ha_span *s, void *p)
 	l->head = p;
 	if (HA_UNLIKELY(++l->len > l->max))
 		ha_tcache_overflow(l, cls);
+}
+
+static inline void small_push(ha_span *s, void *p)
+{
+	block_index(s, p);
+	push_checked(s->cls, p);
 }
 
 /* Smallest class >= n whose size is a multiple of align (align <= 4096,
@@ -95,15 +107,19 @@ static void *alloc_plain(size_t n, size_t align, int zero)
 /* ------------------------------------------------------------------ */
 /* profiling path (ha_prof_active): exact totals, countdown, marks     */
 
-static void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
+/* Owner-only counters, read racily by ha_tcache_prof_totals(): relaxed
+ * atomic stores compile to plain moves. */
+#define BUMP(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+
+static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 {
-	if (tc->state == 1) {
+	if (HA_LIKELY(tc->state == 1)) {
 		if (is_free) {
-			__atomic_store_n(&tc->prof_free_bytes, tc->prof_free_bytes + bytes, __ATOMIC_RELAXED);
-			__atomic_store_n(&tc->prof_free_count, tc->prof_free_count + 1, __ATOMIC_RELAXED);
+			BUMP(tc->prof_free_bytes, bytes);
+			BUMP(tc->prof_free_count, 1);
 		} else {
-			__atomic_store_n(&tc->prof_alloc_bytes, tc->prof_alloc_bytes + bytes, __ATOMIC_RELAXED);
-			__atomic_store_n(&tc->prof_alloc_count, tc->prof_alloc_count + 1, __ATOMIC_RELAXED);
+			BUMP(tc->prof_alloc_bytes, bytes);
+			BUMP(tc->prof_alloc_count, 1);
 		}
 	} else if (is_free) {
 		ha_tcache_retire_prof(0, 0, bytes, 1);
@@ -112,26 +128,30 @@ static void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 	}
 }
 
-/* The side-table slot of a small block; NULL if it cannot be had. */
-static uint32_t *small_slot(ha_span *s, void *p)
+/* The span's side table (requested size + flags per block), made on first
+ * use; NULL if memory is out (the block then goes untracked). */
+static HA_NOINLINE uint32_t *make_side_table(ha_span *s)
+{
+	uint32_t *fresh = ha_raw_calloc(s->nobj, sizeof(uint32_t));
+	if (!fresh)
+		return NULL;
+	uint32_t *expect = NULL;
+	if (__atomic_compare_exchange_n(&s->req, &expect, fresh, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return fresh;
+	ha_raw_free(fresh);
+	return expect;
+}
+
+static inline uint32_t *small_slot(ha_span *s, void *p)
 {
 	uint32_t *req = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
-	if (HA_UNLIKELY(!req)) {
-		uint32_t *fresh = ha_raw_calloc(s->nobj, sizeof(uint32_t));
-		if (!fresh)
-			return NULL;
-		uint32_t *expect = NULL;
-		if (__atomic_compare_exchange_n(&s->req, &expect, fresh, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			req = fresh;
-		else {
-			ha_raw_free(fresh);
-			req = expect;
-		}
-	}
+	if (HA_UNLIKELY(!req) && !(req = make_side_table(s)))
+		return NULL;
 	return &req[ha_span_index(s, (uintptr_t)p)];
 }
 
+/* The general profiling path: any size, alignment, zeroing. */
 static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 {
 	void *p = alloc_plain(n, align, zero);
@@ -167,21 +187,48 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 	return p;
 }
 
-/* Account a tracked block's free; calls the profiler for sampled ones. */
-static void prof_free_small(ha_span *s, void *p)
+/* malloc with profiling on, n <= 32 KiB: the common case in a few more
+ * instructions than the plain fast path — countdown subtract-and-branch,
+ * two counter bumps, the side-table store.  Anything unusual (empty list,
+ * a sample due, a thread not attached) goes to alloc_prof(). */
+static HA_NOINLINE void *malloc_prof_small(size_t n)
 {
-	if (!s->req)
-		return;
-	uint32_t idx = ha_span_index(s, (uintptr_t)p);
-	if (idx >= s->nobj)
-		return;
-	uint32_t v = s->req[idx];
-	if (!(v & HA_REQ_TRACKED))
-		return;
-	s->req[idx] = 0;
-	prof_count(&ha_tc, 1, v & HA_REQ_MASK);
-	if (v & HA_REQ_SAMPLED)
-		ha_prof_on_free(p, v & HA_REQ_MASK);
+	ha_tcache *tc = &ha_tc;
+	unsigned cls = ha_size_to_class(n);
+	ha_tlist *l = &tc->list[cls];
+	void *p = l->head;
+	int64_t left = tc->sample_left - (int64_t)n;
+	if (HA_UNLIKELY(!p || left < 0 || tc->state != 1))
+		return alloc_prof(n, 0, 0);
+	ha_span *s = ha_pagemap_get(p);
+	uint32_t *req = s->req;
+	if (HA_UNLIKELY(!req))
+		return alloc_prof(n, 0, 0);
+	l->head = *(void **)p;
+	l->len--;
+	tc->sample_left = left;
+	BUMP(tc->prof_alloc_bytes, n);
+	BUMP(tc->prof_alloc_count, 1);
+	req[ha_span_index(s, (uintptr_t)p)] = HA_REQ_TRACKED | (uint32_t)n;
+	return p;
+}
+
+/* free of a small block with profiling on: one index computation serves
+ * the pointer check and the side-table slot. */
+static void free_prof_small(ha_span *s, void *p)
+{
+	uint32_t idx = block_index(s, p);
+	uint32_t *req = s->req;
+	if (req) {
+		uint32_t v = req[idx];
+		if (v & HA_REQ_TRACKED) {
+			req[idx] = 0;
+			prof_count(&ha_tc, 1, v & HA_REQ_MASK);
+			if (HA_UNLIKELY(v & HA_REQ_SAMPLED))
+				ha_prof_on_free(p, v & HA_REQ_MASK);
+		}
+	}
+	push_checked(s->cls, p);
 }
 
 static void prof_free_large(void *p)
@@ -203,7 +250,7 @@ static void prof_free_large(void *p)
 static HA_NOINLINE void *malloc_slow(size_t n)
 {
 	if (ha_prof_active)
-		return alloc_prof(n, 0, 0);
+		return n <= HA_SMALL_MAX ? malloc_prof_small(n) : alloc_prof(n, 0, 0);
 	return alloc_plain(n, 0, 0);
 }
 
@@ -227,8 +274,9 @@ static HA_NOINLINE void free_slow(void *p, ha_span *s)
 		return;
 	if (s) {
 		if (ha_prof_active)
-			prof_free_small(s, p);
-		small_push(s, p);
+			free_prof_small(s, p);
+		else
+			small_push(s, p);
 		return;
 	}
 	if (HA_UNLIKELY(!ha_arena_is_large(p)))
