@@ -280,4 +280,55 @@ static inline void rel_watchdog(unsigned seconds, const char *what)
 	pthread_create(&t, NULL, rel_watchdog_main, (void *)(uintptr_t)seconds);
 	pthread_detach(t);
 }
+/* Capture our own stderr in memory through a pipe drained by a thread (a
+ * file would be subject to RLIMIT_FSIZE / a full disk in the fault tests).
+ * rel_stderr_end() restores stderr and returns what was written. */
+static struct {
+	int old, rd;
+	pthread_t t;
+	char buf[1 << 20];
+	size_t len;
+} rel_err;
+
+static inline void *rel_stderr_drain(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		ssize_t r = read(rel_err.rd, rel_err.buf + rel_err.len,
+				 sizeof rel_err.buf - 1 - rel_err.len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		rel_err.len += (size_t)r;
+		if (rel_err.len == sizeof rel_err.buf - 1)
+			rel_err.len = 0;     /* flood: keep the tail */
+	}
+	return NULL;
+}
+
+static inline void rel_stderr_begin(void)
+{
+	int p[2];
+	fflush(stderr);
+	if (pipe(p) != 0)
+		HARD_ERROR("pipe");
+	rel_err.old = dup(2);
+	rel_err.rd = p[0];
+	rel_err.len = 0;
+	dup2(p[1], 2);
+	close(p[1]);
+	pthread_create(&rel_err.t, NULL, rel_stderr_drain, NULL);
+}
+
+static inline const char *rel_stderr_end(void)
+{
+	fflush(stderr);
+	dup2(rel_err.old, 2);      /* closes the last write end: EOF */
+	close(rel_err.old);
+	pthread_join(rel_err.t, NULL);
+	close(rel_err.rd);
+	rel_err.buf[rel_err.len] = 0;
+	return rel_err.buf;
+}
 #endif
