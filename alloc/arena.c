@@ -8,14 +8,7 @@
  *     requested size exactly;
  *   - raw memory for internals (the profiler's tables).
  *
- * Big blocks.  Debian's mimalloc 2.0.9 decommits the pages of a freed
- * multi-MiB block and the next allocation faults them back in (~3 us per
- * 4 KiB page here): free+malloc of 5-25 MiB blocks ran 1.2 s against
- * glibc's 0.32 s.  Reserving 1 GiB of address space as a committed mimalloc
- * arena at the first big allocation keeps freed blocks mapped: 0.06 s, and
- * peak RSS 100 MB against glibc's 389 MB on the same run.  (A cache of freed
- * big blocks in front of mimalloc was measured too: no faster than the arena
- * alone and 10 MB more RSS, so there is none.)
+ * Blocks of 1 MiB and more without alignment are not mimalloc's: see huge.c.
  */
 #include "alloc/internal.h"
 #include <mimalloc.h>
@@ -23,8 +16,6 @@
 #include <string.h>
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
-#define ARENA_AFTER ((size_t)256 << 10)   /* reserve at the first block this big */
-#define HA_ARENA_RESERVE ((size_t)1 << 30)
 
 typedef struct lhdr {
 	uint64_t req;        /* requested size | HA_LARGE_SAMPLED | tracked bit */
@@ -46,18 +37,6 @@ void ha_arena_init(void)
 	mi_option_disable(mi_option_verbose);
 }
 
-/* Address space reserved up front becomes a mimalloc arena: freed big blocks
- * stay committed there instead of being decommitted and faulted back in.
- * Reserving is not committing: RSS grows only with use.  Done at the first
- * big allocation, not at init: init may run inside another library's
- * constructor before mimalloc's own has run, and mimalloc's arena code is
- * not ready then (mi_malloc is, and initialises mimalloc first). */
-static void reserve_arena(void)
-{
-	mi_free(mi_malloc(1));
-	mi_reserve_os_memory(HA_ARENA_RESERVE, true, false);
-}
-
 void *ha_arena_span_alloc(size_t bytes)
 {
 	return mi_malloc_aligned(bytes, HA_PAGE_SIZE);
@@ -76,9 +55,6 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 	}
 	size_t need = n + HA_LARGE_HDR;
 	void *base = NULL;
-	static pthread_once_t reserved = PTHREAD_ONCE_INIT;
-	if (need >= ARENA_AFTER)
-		pthread_once(&reserved, reserve_arena);
 	uintptr_t user;
 	if (align <= HA_MIN_ALIGN) {
 		base = zero ? mi_zalloc(need) : mi_malloc(need);

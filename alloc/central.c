@@ -7,11 +7,21 @@
  * page map); a span whose objects are all back returns to mimalloc, except
  * that each class keeps one empty span to avoid thrashing.
  *
+ * Empty spans beyond that go to a pool of free spans (records and memory
+ * together, at most SPAN_POOL_BYTES), reused by any class with the same span
+ * size.  What does not fit the pool, and the whole pool at malloc_trim(),
+ * is returned with madvise(MADV_DONTNEED) first: mimalloc keeps a page of
+ * several spans as long as one of them lives, so without it a heap that
+ * shrank would keep its RSS.
+ *
  * Never calls malloc.  Drops its lock while getting a new span from the
  * back-end.  Span records come from meta.c and are recycled here.
  */
 #include "alloc/internal.h"
 #include <string.h>
+#include <sys/mman.h>
+
+#define SPAN_POOL_BYTES ((size_t)16 << 20)
 
 #define TRANSFER_SLOTS 64
 
@@ -27,6 +37,10 @@ typedef struct central {
 static central centrals[HA_NCLASSES];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_span *rec_free;
+/* the free-span pool, under rec_lock: a list per span size */
+#define POOL_SIZES 16
+static struct { uint32_t bytes; ha_span *head; } pool[POOL_SIZES];
+static size_t pool_bytes;
 
 void ha_central_init(void)
 {
@@ -78,10 +92,75 @@ static void list_remove(central *c, ha_span *s)
 	s->on_list = 0;
 }
 
+/* Put an empty span (pagemap cleared) in the pool; 0 if it is full. */
+static int pool_put(ha_span *s, uint32_t bytes)
+{
+	int ok = 0;
+	pthread_mutex_lock(&rec_lock);
+	if (pool_bytes + bytes <= SPAN_POOL_BYTES)
+		for (unsigned i = 0; i < POOL_SIZES; i++)
+			if (pool[i].bytes == bytes || pool[i].bytes == 0) {
+				pool[i].bytes = bytes;
+				s->next = pool[i].head;
+				pool[i].head = s;
+				pool_bytes += bytes;
+				ok = 1;
+				break;
+			}
+	pthread_mutex_unlock(&rec_lock);
+	return ok;
+}
+
+static ha_span *pool_take(uint32_t bytes)
+{
+	ha_span *s = NULL;
+	if (!__atomic_load_n(&pool_bytes, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&rec_lock);
+	for (unsigned i = 0; i < POOL_SIZES && pool[i].bytes; i++)
+		if (pool[i].bytes == bytes && pool[i].head) {
+			s = pool[i].head;
+			pool[i].head = s->next;
+			pool_bytes -= bytes;
+			break;
+		}
+	pthread_mutex_unlock(&rec_lock);
+	return s;
+}
+
+/* Give span memory back to mimalloc, its pages to the OS first. */
+static void span_unmap(ha_span *s, size_t bytes)
+{
+	madvise((void *)s->base, bytes, MADV_DONTNEED);
+	ha_arena_span_free((void *)s->base);
+	rec_put(s);
+}
+
+static ha_span *span_reuse(unsigned cls)
+{
+	size_t bytes = ha_class_span_bytes[cls];
+	ha_span *s = pool_take((uint32_t)bytes);
+	if (!s)
+		return NULL;
+	uintptr_t base = s->base;
+	memset(s, 0, sizeof *s);
+	s->base = base;
+	s->cls = cls;
+	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
+	if (ha_pagemap_set(s->base, bytes, s) != 0) {
+		span_unmap(s, bytes);
+		return NULL;
+	}
+	return s;
+}
+
 /* A new span for cls, not yet on any list; NULL when memory is out. */
 static ha_span *span_new(unsigned cls)
 {
 	size_t bytes = ha_class_span_bytes[cls];
+	ha_span *r = span_reuse(cls);
+	if (r)
+		return r;
 	void *mem = ha_arena_span_alloc(bytes);
 	if (!mem)
 		return NULL;
@@ -103,11 +182,34 @@ static ha_span *span_new(unsigned cls)
 
 static void span_release(ha_span *s)
 {
-	ha_pagemap_set(s->base, ha_class_span_bytes[s->cls], NULL);
-	ha_arena_span_free((void *)s->base);
+	uint32_t bytes = ha_class_span_bytes[s->cls];
+	ha_pagemap_set(s->base, bytes, NULL);
 	if (s->req)
 		ha_raw_free(s->req);
-	rec_put(s);
+	s->req = NULL;
+	if (!pool_put(s, bytes))
+		span_unmap(s, bytes);
+}
+
+/* malloc_trim: the whole pool back to the OS and mimalloc. */
+static void pool_drain(void)
+{
+	for (;;) {
+		ha_span *s = NULL;
+		uint32_t bytes = 0;
+		pthread_mutex_lock(&rec_lock);
+		for (unsigned i = 0; i < POOL_SIZES && !s; i++)
+			if (pool[i].head) {
+				s = pool[i].head;
+				bytes = pool[i].bytes;
+				pool[i].head = s->next;
+				pool_bytes -= bytes;
+			}
+		pthread_mutex_unlock(&rec_lock);
+		if (!s)
+			return;
+		span_unmap(s, bytes);
+	}
 }
 
 /* Take up to want objects from c's spans onto *head; returns how many. */
@@ -250,6 +352,7 @@ void ha_central_trim(void)
 		pthread_mutex_unlock(&c->lock);
 		release_dead(dead);
 	}
+	pool_drain();
 }
 
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes)

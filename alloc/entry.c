@@ -101,7 +101,15 @@ static void *alloc_plain(size_t n, size_t align, int zero)
 			memset(p, 0, n);
 		return p;
 	}
+	if (align <= HA_MIN_ALIGN && n >= HA_HUGE_MIN)
+		return ha_huge_alloc(n, zero);
 	return ha_arena_large_alloc(n, align, zero);
+}
+
+/* Header word of a block that is neither small nor invalid. */
+static inline uint64_t *big_req(void *p)
+{
+	return ha_huge_is(p) ? ha_huge_req(p) : ha_arena_large_req(p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -151,12 +159,12 @@ static inline uint32_t *small_slot(ha_span *s, void *p)
 	return &req[ha_span_index(s, (uintptr_t)p)];
 }
 
-/* The general profiling path: any size, alignment, zeroing. */
-static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
+#define HA_BIG_TRACKED ((uint64_t)1 << 62)
+
+/* Record a new block of n requested bytes: exact totals, its size in the
+ * side table or header, the countdown, and a sample when one is due. */
+static void prof_note_alloc(void *p, size_t n)
 {
-	void *p = alloc_plain(n, align, zero);
-	if (HA_UNLIKELY(!p))
-		return NULL;
 	ha_tcache *tc = &ha_tc;
 	if (tc->state == 0)
 		ha_tcache_attach();
@@ -169,8 +177,8 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 		if (slot)
 			*slot = HA_REQ_TRACKED | (uint32_t)n;
 	} else {
-		lreq = ha_arena_large_req(p);
-		*lreq = ((uint64_t)1 << 62) | n;
+		lreq = big_req(p);
+		*lreq = HA_BIG_TRACKED | n;
 	}
 	int64_t left = tc->sample_left - (int64_t)n;
 	if (HA_UNLIKELY(left < 0)) {
@@ -184,6 +192,14 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 		}
 	}
 	tc->sample_left = left;
+}
+
+/* The general profiling path: any size, alignment, zeroing. */
+static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
+{
+	void *p = alloc_plain(n, align, zero);
+	if (HA_LIKELY(p != NULL))
+		prof_note_alloc(p, n);
 	return p;
 }
 
@@ -215,9 +231,8 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 
 /* free of a small block with profiling on: one index computation serves
  * the pointer check and the side-table slot. */
-static void free_prof_small(ha_span *s, void *p)
+static inline void prof_forget_small(ha_span *s, uint32_t idx, void *p)
 {
-	uint32_t idx = block_index(s, p);
 	uint32_t *req = s->req;
 	if (req) {
 		uint32_t v = req[idx];
@@ -228,17 +243,21 @@ static void free_prof_small(ha_span *s, void *p)
 				ha_prof_on_free(p, v & HA_REQ_MASK);
 		}
 	}
+}
+
+static void free_prof_small(ha_span *s, void *p)
+{
+	prof_forget_small(s, block_index(s, p), p);
 	push_checked(s->cls, p);
 }
 
-static void prof_free_large(void *p)
+/* End of a big block's tracked life; v is its header word (read before the
+ * block moved or went away), p its address then. */
+static void prof_forget_big(uint64_t v, void *p)
 {
-	uint64_t *r = ha_arena_large_req(p);
-	uint64_t v = *r;
-	if (!(v & ((uint64_t)1 << 62)))
+	if (!(v & HA_BIG_TRACKED))
 		return;
-	*r = 0;
-	size_t req = (size_t)(v & (((uint64_t)1 << 62) - 1));
+	size_t req = (size_t)(v & (HA_BIG_TRACKED - 1));
 	prof_count(&ha_tc, 1, req);
 	if (v & HA_LARGE_SAMPLED)
 		ha_prof_on_free(p, req);
@@ -279,10 +298,16 @@ static HA_NOINLINE void free_slow(void *p, ha_span *s)
 			small_push(s, p);
 		return;
 	}
+	if (ha_huge_is(p)) {
+		if (ha_prof_active)
+			prof_forget_big(*ha_huge_req(p), p);
+		ha_huge_free(p);
+		return;
+	}
 	if (HA_UNLIKELY(!ha_arena_is_large(p)))
 		ha_fatal("free(): invalid pointer (not allocated by heapalloc, or freed twice)", p);
 	if (ha_prof_active)
-		prof_free_large(p);
+		prof_forget_big(*ha_arena_large_req(p), p);
 	ha_arena_large_free(p);
 }
 
@@ -303,11 +328,16 @@ size_t ha_usable_size(const void *p)
 	ha_span *s = ha_pagemap_get(p);
 	if (s)
 		return ha_class_size[s->cls];
+	if (ha_huge_is(p))
+		return ha_huge_usable(p);
 	if (!ha_arena_is_large(p))
 		ha_fatal("malloc_usable_size(): invalid pointer", p);
 	return ha_arena_large_usable(p);
 }
 
+/* realloc in place when the block already fits (same size class; a large
+ * block shrinking by at most half; huge to huge by mremap), else move.
+ * With profiling on, in place still counts as a free plus an allocation. */
 void *ha_realloc(void *p, size_t n)
 {
 	if (!p)
@@ -316,19 +346,49 @@ void *ha_realloc(void *p, size_t n)
 		ha_free(p);
 		return NULL;
 	}
-	size_t old = ha_usable_size(p);
-	if (!ha_prof_active) {
-		ha_span *s = ha_pagemap_get(p);
-		if (s) {
-			if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
-				return p;
-		} else if (n <= old && n > HA_SMALL_MAX && n >= old / 2) {
+	ha_span *s = ha_pagemap_get(p);
+	size_t old;
+	void *q = NULL;
+	if (s) {
+		uint32_t idx = block_index(s, p);
+		old = ha_class_size[s->cls];
+		if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls) {
+			if (ha_prof_active) {
+				prof_forget_small(s, idx, p);
+				prof_note_alloc(p, n);
+			}
+			return p;
+		}
+	} else if (ha_huge_is(p)) {
+		old = ha_huge_usable(p);
+		if (n >= HA_HUGE_MIN) {
+			uint64_t v = *ha_huge_req(p);
+			q = ha_huge_realloc(p, n);
+			if (q) {
+				if (ha_prof_active) {
+					*ha_huge_req(q) = 0;
+					prof_forget_big(v, p);
+					prof_note_alloc(q, n);
+				}
+				return q;
+			}
+		}
+	} else {
+		if (HA_UNLIKELY(!ha_arena_is_large(p)))
+			ha_fatal("realloc(): invalid pointer", p);
+		old = ha_arena_large_usable(p);
+		if (n <= old && n > HA_SMALL_MAX && n >= old / 2 && n < HA_HUGE_MIN) {
+			if (ha_prof_active) {
+				uint64_t *r = ha_arena_large_req(p);
+				uint64_t v = *r;
+				*r = 0;
+				prof_forget_big(v, p);
+				prof_note_alloc(p, n);
+			}
 			return p;
 		}
 	}
-	/* Profiling counts every realloc as a free plus an allocation, so it
-	 * always moves: the new block gets its own size and maybe a sample. */
-	void *q = ha_alloc(n);
+	q = ha_alloc(n);
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < n ? old : n);
@@ -453,9 +513,10 @@ HA_EXPORT int malloc_trim(size_t pad)
 	ha_central_stats(&x, &before, &y);
 	ha_tcache_flush_self();
 	ha_central_trim();
+	size_t huge = ha_huge_trim();
 	ha_arena_trim();
 	ha_central_stats(&x, &after, &y);
-	return after < before;
+	return huge > 0 || after < before;
 }
 
 HA_EXPORT int mallopt(int param, int value)
@@ -473,18 +534,22 @@ HA_EXPORT int mallopt(int param, int value)
 
 static void fill_info2(struct mallinfo2 *mi)
 {
-	uint64_t spans, span_bytes, span_free, lblocks, lbytes, tcb;
+	uint64_t spans, span_bytes, span_free, lblocks, lbytes, tcb, hblocks, hbytes, hcached;
 	ha_ensure_init();
 	ha_central_stats(&spans, &span_bytes, &span_free);
 	ha_arena_stats(&lblocks, &lbytes);
+	ha_huge_stats(&hblocks, &hbytes, &hcached);
+	lblocks += hblocks;
+	lbytes += hbytes;
 	ha_tcache_count(&tcb);
 	memset(mi, 0, sizeof *mi);
-	mi->arena = span_bytes;
+	mi->arena = span_bytes + hcached;
 	mi->ordblks = spans;
 	mi->hblks = lblocks;
 	mi->hblkhd = lbytes;
 	mi->fsmblks = tcb;
-	mi->fordblks = span_free + tcb;
+	mi->fordblks = span_free + tcb + hcached;
+	mi->keepcost = hcached;
 	mi->uordblks = span_bytes > span_free + tcb ? span_bytes - span_free - tcb + lbytes : lbytes;
 }
 

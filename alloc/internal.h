@@ -5,6 +5,7 @@
  *   middle-end  central.c        per-class transfer batches + span free lists
  *   back-end    arena.c          spans and large blocks from mimalloc (the only
  *                                includer of <mimalloc.h>)
+ *               huge.c           blocks >= 1 MiB: own mappings, cached, mremap
  *   maps        pagemap.c        page -> span, O(1), for any pointer
  *               size_class.c     the class table
  *               meta.c           never-freed bookkeeping memory (mmap)
@@ -17,8 +18,8 @@
  *
  * Synchronization (lock order, outermost first):
  *   profiler locks (dump/, via ha_prof_prefork) -> thread-cache registry ->
- *   central[cls].lock (ascending cls) -> span-record lock -> page-map leaf
- *   lock -> meta lock.
+ *   central[cls].lock (ascending cls) -> span-record lock -> huge cache lock
+ *   -> page-map leaf lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
  * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
  * in that order and released (parent) or re-initialised (child) after fork.
@@ -122,6 +123,19 @@ void *ha_raw_malloc(size_t n);
 void *ha_raw_calloc(size_t n, size_t m);
 void ha_raw_free(void *p);
 #define HA_LARGE_SAMPLED ((uint64_t)1 << 63)
+
+/* ---- huge.c (blocks >= HA_HUGE_MIN, no alignment: own mappings) -------- */
+#define HA_HUGE_MIN ((size_t)1 << 20)
+void *ha_huge_alloc(size_t n, int zero);
+int ha_huge_is(const void *p);                /* page offset 16 + magic */
+size_t ha_huge_usable(const void *p);
+uint64_t *ha_huge_req(void *p);               /* same layout as large */
+void ha_huge_free(void *p);
+void *ha_huge_realloc(void *p, size_t n);     /* NULL: p untouched */
+size_t ha_huge_trim(void);
+void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached);
+void ha_huge_prefork(void);
+void ha_huge_postfork(int child);
 
 /* ---- central.c ------------------------------------------------------------ */
 /* Fill up to `want` objects into a NULL-terminated list; returns count. */
