@@ -17,12 +17,14 @@
  * a noinline slow path.
  */
 #include "alloc/internal.h"
+#include "heapalloc.h"
 #include <errno.h>
 #include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
 int ha_prof_active;
+uint64_t ha_slow_allocs;
 
 /* ------------------------------------------------------------------ */
 /* small-object primitives                                             */
@@ -101,6 +103,7 @@ static void *alloc_plain(size_t n, size_t align, int zero)
 			memset(p, 0, n);
 		return p;
 	}
+	__atomic_fetch_add(&ha_slow_allocs, 1, __ATOMIC_RELAXED);
 	if (align <= HA_MIN_ALIGN && n >= HA_HUGE_MIN)
 		return ha_huge_alloc(n, zero);
 	return ha_arena_large_alloc(n, align, zero);
@@ -551,6 +554,22 @@ static void fill_info2(struct mallinfo2 *mi)
 	mi->fordblks = span_free + tcb + hcached;
 	mi->keepcost = hcached;
 	mi->uordblks = span_bytes > span_free + tcb ? span_bytes - span_free - tcb + lbytes : lbytes;
+}
+
+void ha_alloc_stats(heapalloc_stats *out)
+{
+	uint64_t hb, hbytes, hcached, tcb;
+	ha_ensure_init();
+	out->mallocs = __atomic_load_n(&ha_slow_allocs, __ATOMIC_RELAXED);
+	ha_central_stats(&out->small_spans, &out->small_span_bytes, &out->small_free_bytes);
+	out->thread_caches = ha_tcache_count(&tcb);
+	out->thread_cache_bytes = tcb;
+	out->small_free_bytes += tcb;
+	ha_arena_stats(&out->large_blocks, &out->large_bytes);
+	ha_huge_stats(&hb, &hbytes, &hcached);
+	out->large_blocks += hb;
+	out->large_bytes += hbytes;
+	out->metadata_bytes = ha_meta_bytes();
 }
 
 HA_EXPORT struct mallinfo2 mallinfo2(void)

@@ -199,6 +199,11 @@ int ha_snprintf(char *buf, size_t cap, const char *fmt, ...)
 __attribute__((noreturn)) void ha_fatal(const char *what, const void *p);
 
 /* ---- entry.c ------------------------------------------------------------ */
+struct heapalloc_stats;
+/* Fill the allocator's fields of the public statistics (the profiler's
+ * fields are left alone). */
+void ha_alloc_stats(struct heapalloc_stats *out);
+extern uint64_t ha_slow_allocs;   /* refills + large/huge allocations (relaxed) */
 void *ha_alloc(size_t n);                  /* malloc semantics, errno on fail */
 void *ha_alloc_aligned(size_t align, size_t n);
 void ha_free(void *p);

@@ -72,6 +72,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 		return p;
 	}
 	unsigned want = tc->state == 1 ? ha_class_batch[cls] : 1;
+	__atomic_fetch_add(&ha_slow_allocs, 1, __ATOMIC_RELAXED);
 	void *head;
 	unsigned got = ha_central_fetch(cls, want, &head);
 	if (HA_UNLIKELY(!got))
