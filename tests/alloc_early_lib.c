@@ -1,6 +1,8 @@
 /* alloc_early_lib — a shared object whose constructor allocates before
- * main (and possibly before heapalloc's own constructors have run: it does
- * not depend on heapalloc, so the loader may initialise it first).  The
+ * main, and before heapalloc's own constructor has run: it does not depend
+ * on heapalloc, and the loader initialises it first both when the program
+ * is linked with heapalloc and when heapalloc is preloaded (seen with
+ * LD_DEBUG=libs), so heapalloc's first call must initialise it.  The
  * blocks it keeps are checked and freed by alloc_early's main. */
 #define _GNU_SOURCE
 #include <malloc.h>

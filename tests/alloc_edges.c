@@ -2,7 +2,7 @@
  * reallocarray and free: absurd sizes fail with NULL + ENOMEM and leave the
  * old block intact, overflowing products are caught, malloc(0) is unique,
  * free(NULL) is a no-op and free keeps errno (glibc >= 2.33), calloc zeroes
- * recycled memory.  Built with -fno-builtin so the compiler cannot fold any
+ * recycled memory; 1-5 GiB blocks work.  Built with -fno-builtin so the compiler cannot fold any
  * of it away; sizes go through volatile variables for the same reason. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -186,6 +186,48 @@ static void test_realloc_huge_keeps_block(void)
 	free(a);
 }
 
+/* Big but possible: 1 and 3 GiB blocks (only their ends are touched), grown
+ * by realloc to 5 GiB with both ends kept; calloc of a big block that reuses
+ * memory just dirtied and freed is still zero. */
+static void test_big_possible(void)
+{
+	static const size_t gib[] = { (size_t)1 << 30, (size_t)3 << 30 };
+	for (size_t i = 0; i < 2; i++) {
+		size_t n = sz(gib[i]);
+		unsigned char *p = malloc(n);
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		CHECK_GE(malloc_usable_size(p), n);
+		pat_fill(p, 4096, 1);
+		pat_fill(p + n - 4096, 4096, 2);
+		unsigned char *q = realloc(p, sz((size_t)5 << 30));
+		CHECK(q != NULL);
+		if (!q) {
+			free(p);
+			continue;
+		}
+		CHECK_EQ(pat_check(q, 4096, 1), (size_t)-1);
+		CHECK_EQ(pat_check(q + n - 4096, 4096, 2), (size_t)-1);
+		q[((size_t)5 << 30) - 1] = 7;
+		free(q);
+	}
+	static const size_t big[] = { 16 << 20, 64 << 20 };
+	for (size_t i = 0; i < 2; i++) {
+		for (int round = 0; round < 2; round++) {
+			unsigned char *p = malloc(big[i]);
+			REQUIRE(p != NULL);
+			memset(p, 0xA5, big[i]);
+			free(p);
+			p = calloc(1, big[i]);
+			REQUIRE(p != NULL);
+			CHECK_EQ(zero_check(p, big[i]), (size_t)-1);
+			memset(p, 0x5A, big[i]);
+			free(p);
+		}
+	}
+}
+
 int main(void)
 {
 	test_malloc_huge();
@@ -193,5 +235,6 @@ int main(void)
 	test_free_null_and_errno();
 	test_calloc();
 	test_realloc_huge_keeps_block();
+	test_big_possible();
 	return CHECK_DONE();
 }

@@ -1,6 +1,7 @@
 /* alloc_fork — fork() from a process whose two other threads are allocating and
  * freeing as fast as they can, 200 times.  Each child mallocs, reallocs and
- * frees across all sizes, starts a thread that does the same, and exits 0.
+ * frees across all sizes, starts a thread that does the same, and exits 0;
+ * the program's pthread_atfork handlers allocate and free as well.
  * A child that deadlocks on a lock held at fork time is killed by its own
  * alarm (SIGALRM) and reported; the whole test has a 60 s alarm too. */
 #define _GNU_SOURCE
@@ -63,6 +64,31 @@ static int churn(unsigned salt)
 	return bad;
 }
 
+/* The program's own pthread_atfork handlers allocate too (glibc allows
+ * it): the block the prepare handler makes is freed on both sides. */
+static void *atfork_block;
+static int atfork_child_ran;
+static void at_prepare(void)
+{
+	atfork_block = malloc(3000);
+	if (atfork_block)
+		memset(atfork_block, 1, 3000);
+}
+static void at_parent(void)
+{
+	free(malloc(100));
+	free(atfork_block);
+}
+static void at_child(void)
+{
+	void *p = malloc(50000);
+	if (p)
+		memset(p, 2, 50000);
+	free(p);
+	free(atfork_block);
+	atfork_child_ran = 1;
+}
+
 static void *child_thread(void *arg __attribute__((unused)))
 {
 	return (void *)(intptr_t)churn(7);
@@ -81,6 +107,8 @@ static int child(unsigned k)
 	char *s = strdup("child");
 	bad += !s;
 	free(s);
+	if (!atfork_child_ran)
+		return 4;
 	return bad ? 2 : 0;
 }
 
@@ -88,6 +116,7 @@ int main(void)
 {
 	pthread_t t[BUSY];
 	alarm(60);
+	pthread_atfork(at_prepare, at_parent, at_child);
 	for (long i = 0; i < BUSY; i++)
 		if (pthread_create(&t[i], NULL, busy, (void *)i))
 			HARD_ERROR("pthread_create");

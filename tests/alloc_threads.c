@@ -3,6 +3,7 @@
  * blocks are freed or resized by a thread other than the one that made them.
  * Every block carries its own pattern over all its bytes, verified before it
  * is resized or freed (calloc'd blocks must be zero, aligned ones aligned).
+ * A ninth thread calls malloc_trim and mallinfo2 all along.
  * Bounded: 120000 operations per thread or 2.5 seconds, whichever is first. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <dlfcn.h>
+#include "heapalloc.h"
 #include "check.h"
 #include "alloc_util.h"
 
@@ -158,17 +161,48 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Meanwhile a ninth thread keeps calling the whole-heap functions:
+ * malloc_trim, mallinfo2 and (under heapalloc) heapalloc_get_stats. */
+static atomic_int janitor_stop;
+static atomic_long janitor_rounds;
+static void *janitor(void *arg)
+{
+	void (*stats)(heapalloc_stats *) = (void (*)(heapalloc_stats *))dlsym(RTLD_DEFAULT,
+									 "heapalloc_get_stats");
+	(void)arg;
+	while (!atomic_load(&janitor_stop)) {
+		int rc = malloc_trim(0);
+		if (rc != 0 && rc != 1)
+			report("malloc_trim returned neither 0 nor 1", NULL, 0, (size_t)rc);
+		struct mallinfo2 m = mallinfo2();
+		if (m.uordblks + m.hblkhd == 0)
+			report("mallinfo2 shows nothing in use while blocks are live", NULL, 0, 0);
+		if (stats) {
+			heapalloc_stats hs;
+			stats(&hs);
+		}
+		atomic_fetch_add(&janitor_rounds, 1);
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 int main(void)
 {
-	pthread_t t[NT];
+	pthread_t t[NT], jt;
 	for (int i = 0; i < NSLOT; i++)
 		pthread_mutex_init(&slots[i].lock, NULL);
 	deadline = now() + 2.5;
 	for (long i = 0; i < NT; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)i))
 			HARD_ERROR("pthread_create");
+	if (pthread_create(&jt, NULL, janitor, NULL))
+		HARD_ERROR("pthread_create");
 	for (int i = 0; i < NT; i++)
 		pthread_join(t[i], NULL);
+	atomic_store(&janitor_stop, 1);
+	pthread_join(jt, NULL);
 	/* main frees what is left, checking it once more */
 	for (int i = 0; i < NSLOT; i++)
 		if (slots[i].p) {
@@ -177,8 +211,9 @@ int main(void)
 				report("pattern damaged at the end", slots[i].p, slots[i].n, at);
 			free(slots[i].p);
 		}
-	fprintf(stderr, "%ld operations, %ld frees by a thread other than the allocating one\n", (long)ops_done,
-		(long)cross_frees);
+	fprintf(stderr, "%ld operations, %ld frees by a thread other than the allocating one, "
+		"%ld malloc_trim/mallinfo2 rounds\n", (long)ops_done, (long)cross_frees,
+		(long)janitor_rounds);
 	CHECK_EQ(bad_blocks, 0);
 	CHECK_GE(ops_done, 20000); /* the test did real work */
 	CHECK_GE(cross_frees, 2000);
