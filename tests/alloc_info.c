@@ -17,12 +17,6 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* mallinfo */
 #endif
 
-static size_t inuse2(void)
-{
-	struct mallinfo2 m = mallinfo2();
-	return m.uordblks + m.hblkhd;
-}
-
 static void test_mallopt(void)
 {
 	/* glibc returns 1 on success for each of these */
@@ -42,40 +36,69 @@ static void test_mallopt(void)
 	free(q);
 }
 
+/* glibc's meaning of the fields: uordblks = bytes in use in the heap proper,
+ * hblkhd/hblks = bytes/number of big (mmapped) blocks, kept apart, so that
+ * uordblks + hblkhd is the total in use (a common idiom) and
+ * uordblks + fordblks == arena.  Small blocks must move uordblks, big ones
+ * hblkhd, neither both. */
 static void test_mallinfo(void)
 {
-	enum { N = 1000, SMALL = 10000, BIG = 8 << 20 };
+	enum { N = 1000, SMALL = 10000, NBIG = 8, BIG = 8 << 20 };
 	static void *v[N];
-	size_t before = inuse2();
-	struct mallinfo m1 = mallinfo();
+	void *big[NBIG];
+	const long long slack = 1 << 20;
+
+	struct mallinfo2 m0 = mallinfo2();
+	struct mallinfo i0 = mallinfo();
 	for (int i = 0; i < N; i++) {
 		v[i] = malloc(SMALL);
 		REQUIRE(v[i] != NULL);
 		memset(v[i], 1, SMALL);
 	}
-	void *big = malloc(BIG);
-	REQUIRE(big != NULL);
-	memset(big, 2, BIG);
-	size_t during = inuse2();
-	struct mallinfo2 m = mallinfo2();
-	struct mallinfo m2 = mallinfo();
-	size_t live = (size_t)N * SMALL + BIG;
-	if (during < before + live)
-		fprintf(stderr, "mallinfo2 in use: before %zu, with %zu more live: %zu\n",
-			before, live, during);
-	CHECK_GE(during, before + live);
-	CHECK_LE(during, before + 2 * live + (64 << 20)); /* not wildly over */
-	CHECK_GE(m.uordblks + m.fordblks + m.hblkhd, live);
+	struct mallinfo2 m1 = mallinfo2();
+	long long small = (long long)N * SMALL;
+	long long du = (long long)m1.uordblks - (long long)m0.uordblks;
+	long long dh = (long long)m1.hblkhd - (long long)m0.hblkhd;
+	if (du < small || du > small + small / 4 + slack || dh > slack)
+		fprintf(stderr, "after %lld bytes of 10000-byte blocks: uordblks %+lld, hblkhd %+lld\n",
+			small, du, dh);
+	CHECK_GE(du, small);
+	CHECK_LE(du, small + small / 4 + slack);
+	CHECK_LE(dh, slack);
+	CHECK_LE(m1.uordblks, m1.arena); /* in use within the heap's system bytes */
+
+	for (int i = 0; i < NBIG; i++) {
+		big[i] = malloc(BIG);
+		REQUIRE(big[i] != NULL);
+		memset(big[i], 2, BIG);
+	}
+	struct mallinfo2 m2 = mallinfo2();
+	struct mallinfo i2 = mallinfo();
+	long long large = (long long)NBIG * BIG;
+	du = (long long)m2.uordblks - (long long)m1.uordblks;
+	dh = (long long)m2.hblkhd - (long long)m1.hblkhd;
+	long long dsum = du + dh;
+	if (dh < large || dsum > large + large / 4 + slack)
+		fprintf(stderr, "after %lld bytes of 8 MiB blocks: uordblks %+lld, hblkhd %+lld "
+			"(uordblks + hblkhd %+lld)\n", large, du, dh, dsum);
+	CHECK_GE(dh, large);
+	CHECK_LE(dsum, large + large / 4 + slack); /* counted once, not in both */
+	CHECK_GE((long long)m2.hblks - (long long)m1.hblks, NBIG);
+	CHECK_GE(m2.uordblks + m2.fordblks + m2.hblkhd, small + large);
 	/* the int version moves the same way (values are < 2 GiB here) */
-	CHECK_GE((long long)m2.uordblks + m2.hblkhd, (long long)m1.uordblks + m1.hblkhd + (long long)live);
+	CHECK_GE((long long)i2.hblkhd - i0.hblkhd, large);
+	CHECK_GE((long long)i2.uordblks - i0.uordblks, small);
+
 	for (int i = 0; i < N; i++)
 		free(v[i]);
-	free(big);
-	size_t after = inuse2();
-	if (after > during - live / 2)
-		fprintf(stderr, "mallinfo2 in use: %zu live, %zu after freeing %zu\n",
-			during, after, live);
-	CHECK_LE(after, during - live / 2);
+	for (int i = 0; i < NBIG; i++)
+		free(big[i]);
+	struct mallinfo2 m3 = mallinfo2();
+	long long before = (long long)(m2.uordblks + m2.hblkhd), after = (long long)(m3.uordblks + m3.hblkhd);
+	if (after > before - (small + large) / 2)
+		fprintf(stderr, "mallinfo2 uordblks + hblkhd: %lld live, %lld after freeing %lld\n",
+			before, after, small + large);
+	CHECK_LE(after, before - (small + large) / 2);
 }
 
 /* Run malloc_stats() with stderr sent to a temporary file; return its text. */
