@@ -150,6 +150,16 @@ static void counters()
 	free(p);
 	large_back("free");
 
+	// a very big block (heapalloc maps these on their own) counts as large too
+	s0 = snap();
+	p = malloc(64 << 20);
+	REQUIRE(p != NULL);
+	large_rose("malloc(64 MiB)", 1);
+	CHECK_GE((long long)(s1.large_bytes - s0.large_bytes), 64 << 20);
+	CHECK_GE(s1.mallocs, s0.mallocs + 1);
+	free(p);
+	large_back("free(64 MiB)");
+
 	// small blocks: in-use bytes rise
 	s0 = snap();
 	static void *v[2000];
