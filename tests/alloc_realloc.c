@@ -75,7 +75,8 @@ int main(void)
 	/* 2. hop back and forth over the small/large boundary and page edges */
 	static const size_t hops[] = { 32767, 32768, 32769, 32768, 32767, 40000, 16,
 		32769, 1, 65536, 32768, 4096, 4097, 4095, 1 << 20, 32768, 1 << 20, 8, 1 << 21,
-		32769, 131072, 131071, 24, 1 << 20, (1 << 20) + 1, (1 << 20) - 1, 33000, 100 };
+		32769, 131072, 131071, 24, 1 << 20, (1 << 20) + 1, (1 << 20) - 1, 33000, 100,
+		(1 << 20) - 1, 100 << 20, 3 << 20, 50000, 64 << 20, (64 << 20) + 1, 10, 5 << 20 };
 	walk(hops, sizeof hops / sizeof hops[0], NULL, 0, seed++);
 
 	/* 3. random walk, log-uniform sizes 1 B .. 2 MiB, several blocks at once */

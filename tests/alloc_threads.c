@@ -51,7 +51,8 @@ static size_t pick_size(uint64_t *r)
 	if (k < 70) return 1 + next(r) % 256;
 	if (k < 90) return 257 + next(r) % 3840;
 	if (k < 98) return 4097 + next(r) % 36000;
-	return 40001 + next(r) % 260000;
+	if (next(r) % 8) return 40001 + next(r) % 260000;
+	return ((size_t)1 << 20) + next(r) % (2u << 20); /* 1-3 MiB: the huge path */
 }
 
 static void report(const char *what, const void *p, size_t n, size_t at)
