@@ -59,7 +59,7 @@ run() {
 }
 
 numjunk() {  # VAR DEFAULT: the junk every numeric variable must refuse
-	for v in abc -1 -4096 99999999999999999999999 "" 12abc "0x10" " 12" "1.5" "$huge9" "$hugex"; do
+	for v in abc -1 -4096 99999999999999999999999 18446744073709551616 18446744073709551617 "" 12abc "0x10" " 12" "1.5" "$huge9" "$hugex"; do
 		run "$1" "$v" warn "$2"
 	done
 }
