@@ -1,0 +1,107 @@
+/* dump/api.c — heapalloc's public profiler/statistics API and the
+ * gperftools heap-profiler API (<gperftools/heap-profiler.h>).
+ *
+ * Thin wrappers over profiler.c.  GetHeapProfile is the one place that
+ * returns memory from the public malloc (the caller frees it): the profile
+ * is built in raw memory with no profiler lock held afterwards, then copied.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dump/prof.h"
+#include "heapalloc.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+HA_EXPORT const char *heapalloc_version(void)
+{
+	return PACKAGE_VERSION;
+}
+
+HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	ha_ensure_init();
+	ha_central_stats(&out->small_spans, &out->small_span_bytes, &out->small_free_bytes);
+	uint64_t tc_bytes = 0;
+	out->thread_caches = ha_tcache_count(&tc_bytes);
+	out->thread_cache_bytes = tc_bytes;
+	out->small_free_bytes += tc_bytes;
+	ha_arena_stats(&out->large_blocks, &out->large_bytes);
+	out->metadata_bytes = ha_meta_bytes();
+	uint64_t t[4];
+	ha_prof_totals(t);
+	out->prof_alloc_bytes = t[0];
+	out->prof_free_bytes = t[2];
+	out->prof_samples = ha_prof_samples();
+	uint64_t buckets, tmem, drops, objs, omem;
+	ha_table_stats(&buckets, &tmem, &drops);
+	ha_objmap_stats(&objs, &omem);
+	out->prof_buckets = buckets;
+	out->prof_memory = tmem + omem;
+	out->prof_dumps = ha_prof_dumps();
+}
+
+HA_EXPORT int heapalloc_profile_start(const char *prefix)
+{
+	return ha_prof_start(prefix, 0);
+}
+
+HA_EXPORT void heapalloc_profile_stop(void)
+{
+	ha_prof_stop();
+}
+
+HA_EXPORT int heapalloc_profile_dump(const char *reason)
+{
+	return ha_prof_dump(reason, 0);
+}
+
+HA_EXPORT int heapalloc_profile_running(void)
+{
+	return ha_prof_running();
+}
+
+HA_EXPORT void HeapProfilerStart(const char *prefix)
+{
+	ha_prof_start(prefix, 0);
+}
+
+HA_EXPORT void HeapProfilerStop(void)
+{
+	ha_prof_stop();
+}
+
+HA_EXPORT void HeapProfilerDump(const char *reason)
+{
+	ha_prof_dump(reason, 0);
+}
+
+HA_EXPORT int IsHeapProfilerRunning(void)
+{
+	return ha_prof_running();
+}
+
+HA_EXPORT char *GetHeapProfile(void)
+{
+	ha_out o = { NULL, 0, 0, -1, 0 };
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	pthread_mutex_lock(&ha_prof_dump_lock);
+	if (ha_prof_running())
+		ha_writer_profile(&o, ha_prof_opt.sample_interval);
+	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
+	char *s = malloc(o.len + 1);  /* public malloc: no profiler lock held */
+	if (s) {
+		if (o.len)
+			memcpy(s, o.buf, o.len);
+		s[o.len] = 0;
+	}
+	if (o.buf)
+		ha_raw_free(o.buf);
+	return s;
+}

@@ -1,0 +1,171 @@
+/* dump/helper.c — the helper thread: time dumps and signal dumps.
+ *
+ * A signal handler may not take locks or allocate, so the HEAPPROFILESIGNAL
+ * handler only writes one byte to a non-blocking pipe (async-signal-safe)
+ * and chains to the handler that was installed before it, if any.  The
+ * helper thread polls the pipe with a timeout equal to the time left until
+ * the next HEAP_PROFILE_TIME_INTERVAL dump, and writes every dump itself:
+ * one dump per signal delivered (none are skipped while another dump is
+ * being written, they queue in the pipe), and time dumps every N seconds
+ * from the start (not at once, unlike gperftools).
+ * After fork the child has no helper thread and must not share the
+ * parent's pipe: postfork closes it, and the first profiler hook in the
+ * child recreates both (ha_helper_ensure).  The helper never samples its
+ * own allocations (ha_prof_busy stays set on it).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dump/prof.h"
+
+static int pipe_rd = -1, pipe_wr = -1;
+static int64_t interval;      /* seconds, 0 = no time dumps */
+static int signo;
+static struct sigaction old_action;
+static int installed;
+static pid_t helper_pid;      /* process that owns the running helper */
+static int helper_lost;       /* fork child: recreate at the next hook */
+
+static void on_signal(int sig, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+	int fd = __atomic_load_n(&pipe_wr, __ATOMIC_RELAXED);
+	if (fd >= 0) {
+		char c = 's';
+		ssize_t w = write(fd, &c, 1);
+		(void)w;
+	}
+	errno = saved;
+	if (old_action.sa_flags & SA_SIGINFO) {
+		if (old_action.sa_sigaction)
+			old_action.sa_sigaction(sig, info, uc);
+	} else if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN &&
+		   old_action.sa_handler) {
+		old_action.sa_handler(sig);
+	}
+}
+
+static int64_t ms_until(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t ms = (int64_t)(t->tv_sec - now.tv_sec) * 1000 +
+		     (t->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : ms;
+}
+
+static void *helper_main(void *arg)
+{
+	int rd = (int)(intptr_t)arg;
+	ha_prof_busy = 1;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);     /* signals go elsewhere */
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	next.tv_sec += interval;
+	for (;;) {
+		struct pollfd pfd = { rd, POLLIN, 0 };
+		int64_t to = interval > 0 ? ms_until(&next) : -1;
+		int n = poll(&pfd, 1, to > INT32_MAX ? INT32_MAX : (int)to);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0) {
+			char buf[64];
+			ssize_t k = read(rd, buf, sizeof buf);
+			if (k == 0)
+				break;            /* pipe closed (fork child cleanup) */
+			for (ssize_t i = 0; i < k; i++)
+				ha_prof_dump("signal", 0);
+		}
+		if (interval > 0 && ms_until(&next) == 0) {
+			ha_prof_time_dump();
+			clock_gettime(CLOCK_MONOTONIC, &next);
+			next.tv_sec += interval;
+		}
+	}
+	return NULL;
+}
+
+static int spawn(void)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+		return errno;
+	/* the read side blocks in poll only, so non-blocking reads are fine */
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int err = pthread_create(&t, &a, helper_main, (void *)(intptr_t)fds[0]);
+	pthread_attr_destroy(&a);
+	if (err) {
+		close(fds[0]);
+		close(fds[1]);
+		return err;
+	}
+	pipe_rd = fds[0];
+	__atomic_store_n(&pipe_wr, fds[1], __ATOMIC_RELEASE);
+	helper_pid = getpid();
+	return 0;
+}
+
+int ha_helper_start(int64_t secs, int sig)
+{
+	if (helper_pid == getpid())
+		return 0;             /* already running in this process */
+	interval = secs;
+	signo = sig;
+	int err = spawn();
+	if (err) {
+		ha_log("heapalloc: cannot start the profiler's helper thread (errno %d)\n", err);
+		return err;
+	}
+	if (sig > 0 && !installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = on_signal;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(sig, &sa, &old_action) != 0) {
+			ha_log("heapalloc: cannot handle signal %d (errno %d)\n", sig, errno);
+			return errno;
+		}
+		installed = 1;
+	}
+	return 0;
+}
+
+void ha_helper_postfork_child(void)
+{
+	/* the thread did not survive the fork; the pipe is the parent's */
+	int wr = pipe_wr;
+	__atomic_store_n(&pipe_wr, -1, __ATOMIC_RELEASE);
+	if (wr >= 0)
+		close(wr);
+	if (pipe_rd >= 0)
+		close(pipe_rd);
+	pipe_rd = -1;
+	helper_pid = 0;
+	helper_lost = interval > 0 || signo > 0;
+}
+
+void ha_helper_ensure(void)
+{
+	if (HA_LIKELY(!helper_lost))
+		return;
+	helper_lost = 0;
+	ha_helper_start(interval, signo);
+}
+
+void ha_helper_stop(void)
+{
+}

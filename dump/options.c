@@ -1,0 +1,213 @@
+/* dump/options.c — every profiler switch, in ONE table, with ONE parser.
+ *
+ * Owns: ha_prof_opt.  Reads straight from `environ` (never getenv: it may be
+ * called while libc is still starting, and must not allocate).  A value that
+ * does not parse gets one stderr line naming the variable, the bad value and
+ * the value used instead, and the default.  gperftools' names and defaults
+ * (see /work/shared/spec/heap-profile.md §5); heapalloc accepts more (size
+ * suffixes such as 64M, signal names such as SIGUSR2), never less.
+ * Never allocates.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "dump/prof.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+extern char **environ;
+
+ha_prof_options ha_prof_opt;
+
+typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_BOOL, OPT_SIGNAL } opt_type;
+
+typedef struct opt_row {
+	const char *name;
+	opt_type type;
+	int64_t def;
+	int64_t *var;             /* numeric options */
+	const char **str;         /* OPT_STR */
+	int64_t *present;         /* set to 1 when the variable exists, or NULL */
+	const char *doc;
+} opt_row;
+
+/* The table.  The README's variable table must match it (one row each). */
+static const opt_row rows[] = {
+	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
+	  "file prefix; set and non-empty turns profiling on at start" },
+	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 524288,
+	  &ha_prof_opt.sample_interval, NULL, NULL,
+	  "mean bytes between samples; 1 records every allocation" },
+	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
+	  &ha_prof_opt.alloc_interval, NULL, NULL,
+	  "dump when bytes allocated since the last automatic dump reach N; 0 off" },
+	{ "HEAP_PROFILE_DEALLOCATION_INTERVAL", OPT_SIZE, 0,
+	  &ha_prof_opt.dealloc_interval, NULL, NULL,
+	  "dump when bytes freed since the last automatic dump reach N; 0 off" },
+	{ "HEAP_PROFILE_INUSE_INTERVAL", OPT_SIZE, 104857600,
+	  &ha_prof_opt.inuse_interval, NULL, NULL,
+	  "dump when in-use bytes pass the last automatic dump's high-water mark by N" },
+	{ "HEAP_PROFILE_TIME_INTERVAL", OPT_SECONDS, 0,
+	  &ha_prof_opt.time_interval, NULL, NULL,
+	  "seconds between dumps; 0 off" },
+	{ "HEAPPROFILESIGNAL", OPT_SIGNAL, 0, &ha_prof_opt.signal, NULL, NULL,
+	  "signal (number or name such as SIGUSR2) whose delivery dumps" },
+	{ "HEAPPROFILE_USE_PID", OPT_BOOL, 0, &ha_prof_opt.use_pid, NULL,
+	  &ha_prof_opt.use_pid_set,
+	  "every process names its files PREFIX_PID.NNNN.heap" },
+	{ "HEAP_PROFILE_CLEANUP", OPT_BOOL, 1, &ha_prof_opt.cleanup, NULL, NULL,
+	  "at start, remove earlier PREFIX.NNNN.heap files of this naming" },
+};
+
+const char *ha_options_env(const char *name)
+{
+	size_t n = strlen(name);
+	char **e = environ;
+	if (!e)
+		return NULL;
+	for (; *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* Decimal with an optional binary suffix: k K m M g G t T, optionally
+ * followed by i, iB or B ("64M", "512KiB", "1g").  No sign, no overflow. */
+int ha_options_parse_size(const char *s, int64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+	if (*p < '0' || *p > '9')
+		return EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX / 10))
+			return EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	unsigned shift = 0;
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	case 't': case 'T': shift = 40; p++; break;
+	}
+	if (shift && *p == 'i')
+		p++;
+	if (*p == 'B' || (shift && *p == 'b'))
+		p++;
+	if (*p)
+		return EINVAL;
+	if (v > ((uint64_t)INT64_MAX >> shift))
+		return EINVAL;
+	*out = (int64_t)(v << shift);
+	return 0;
+}
+
+/* gperftools: true for t T y Y 1 and the empty string.  heapalloc also
+ * names false explicitly (f F n N 0) and calls anything else junk. */
+int ha_options_parse_bool(const char *s, int64_t *out)
+{
+	if (!*s || strchr("tTyY1", s[0])) {
+		*out = 1;
+		return 0;
+	}
+	if (strchr("fFnN0", s[0])) {
+		*out = 0;
+		return 0;
+	}
+	return EINVAL;
+}
+
+static const struct { const char *name; int no; } signames[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE },
+	{ "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU },
+	{ "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+	{ "WINCH", SIGWINCH }, { "IO", SIGIO }, { "PWR", SIGPWR },
+	{ "SYS", SIGSYS }, { "TRAP", SIGTRAP },
+};
+
+/* A number 1..NSIG-1, or a name with or without SIG (SIGUSR2, usr2),
+ * or RTMIN+n / RTMAX-n.  SIGKILL and SIGSTOP cannot be caught: junk. */
+int ha_options_parse_signal(const char *s, int64_t *out)
+{
+	int64_t v;
+	if (*s >= '0' && *s <= '9') {
+		if (ha_options_parse_size(s, &v) || strpbrk(s, "kKmMgGtTiBb"))
+			return EINVAL;
+	} else {
+		if (strncasecmp(s, "SIG", 3) == 0)
+			s += 3;
+		v = -1;
+		for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
+			if (strcasecmp(s, signames[i].name) == 0)
+				v = signames[i].no;
+		if (v < 0 && strncasecmp(s, "RTMIN", 5) == 0) {
+			int64_t k = 0;
+			if (s[5] && (s[5] != '+' || ha_options_parse_size(s + 6, &k)))
+				return EINVAL;
+			v = SIGRTMIN + k;
+		} else if (v < 0 && strncasecmp(s, "RTMAX", 5) == 0) {
+			int64_t k = 0;
+			if (s[5] && (s[5] != '-' || ha_options_parse_size(s + 6, &k)))
+				return EINVAL;
+			v = SIGRTMAX - k;
+		}
+	}
+	if (v <= 0 || v >= NSIG || v == SIGKILL || v == SIGSTOP)
+		return EINVAL;
+	*out = v;
+	return 0;
+}
+
+static const char *type_name(opt_type t)
+{
+	switch (t) {
+	case OPT_SIZE: return "a size in bytes";
+	case OPT_SECONDS: return "a number of seconds";
+	case OPT_BOOL: return "a boolean";
+	case OPT_SIGNAL: return "a signal";
+	default: return "a string";
+	}
+}
+
+void ha_options_load(void)
+{
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const opt_row *r = &rows[i];
+		const char *v = ha_options_env(r->name);
+		if (r->present)
+			*r->present = v != NULL;
+		if (r->type == OPT_STR) {
+			*r->str = (v && *v) ? v : NULL;
+			continue;
+		}
+		*r->var = r->def;
+		if (!v)
+			continue;
+		int64_t x = 0;
+		int err;
+		switch (r->type) {
+		case OPT_BOOL: err = ha_options_parse_bool(v, &x); break;
+		case OPT_SIGNAL: err = ha_options_parse_signal(v, &x); break;
+		case OPT_SECONDS:
+			err = ha_options_parse_size(v, &x);
+			if (!err && strpbrk(v, "kKmMgGtTiBb"))
+				err = EINVAL;
+			break;
+		default: err = ha_options_parse_size(v, &x); break;
+		}
+		if (err) {
+			ha_log("heapalloc: %s=\"%s\" is not %s; using %lld\n", r->name,
+			       v, type_name(r->type), (long long)r->def);
+			continue;
+		}
+		*r->var = x;
+	}
+	if (ha_prof_opt.sample_interval < 1)
+		ha_prof_opt.sample_interval = 1;
+}

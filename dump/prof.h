@@ -1,0 +1,158 @@
+/* dump/prof.h — the heap profiler's internal map.
+ *
+ * Files (one noun each), prototypes grouped below under the file that
+ * defines them:
+ *   options.c      the ONE table of environment switches and its parser
+ *   sampler.c      exponential sampling intervals (per-thread countdowns)
+ *   stack.c        stack capture with libunwind (its only includer)
+ *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
+ *   object_map.c   sampled object address -> bucket, size
+ *   writer.c       the gperftools text format, memory map, temp+rename
+ *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
+ *   helper.c       the helper thread: time and signal dumps
+ *   api.c          public API (heapalloc_*) and the gperftools API
+ *
+ * Synchronization (lock order, outermost first):
+ *   ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
+ *                      but no allocating thread needs it unless it is itself
+ *                      about to dump)
+ *   -> table lock (stack_table.c; short: lookup+insert, or a snapshot copy)
+ *   -> object-map stripe locks (ascending; short)
+ *   -> allocator locks (only inside ha_raw_malloc/ha_raw_free)
+ * Rules: never unwind, dladdr or dl_iterate_phdr while holding any of these
+ * (the unwinder takes the loader lock); never call the public malloc while
+ * holding them (ha_raw_* only); a signal handler only writes one byte to the
+ * helper's pipe.  ha_prof_prefork takes all of them in the order above;
+ * ha_prof_postfork releases them (parent) or re-initialises them (child).
+ */
+#ifndef HA_DUMP_PROF_H
+#define HA_DUMP_PROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "alloc/internal.h"
+
+#define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
+
+/* ---- options.c ----------------------------------------------------------- */
+typedef struct ha_prof_options {
+	const char *prefix;       /* HEAPPROFILE (points into environ) or NULL */
+	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL */
+	int64_t alloc_interval;   /* HEAP_PROFILE_ALLOCATION_INTERVAL */
+	int64_t dealloc_interval; /* HEAP_PROFILE_DEALLOCATION_INTERVAL */
+	int64_t inuse_interval;   /* HEAP_PROFILE_INUSE_INTERVAL */
+	int64_t time_interval;    /* HEAP_PROFILE_TIME_INTERVAL, seconds */
+	int64_t signal;           /* HEAPPROFILESIGNAL, 0 = none */
+	int64_t use_pid;          /* HEAPPROFILE_USE_PID */
+	int64_t use_pid_set;      /* HEAPPROFILE_USE_PID present in environ */
+	int64_t cleanup;          /* HEAP_PROFILE_CLEANUP */
+} ha_prof_options;
+extern ha_prof_options ha_prof_opt;
+/* Parse environ into ha_prof_opt; junk values get one line and the default. */
+void ha_options_load(void);
+/* Parse one value by type; 0 ok, EINVAL junk.  Exposed for the unit test. */
+int ha_options_parse_size(const char *s, int64_t *out);
+int ha_options_parse_bool(const char *s, int64_t *out);
+int ha_options_parse_signal(const char *s, int64_t *out);
+/* Value of NAME in environ, or NULL (never getenv). */
+const char *ha_options_env(const char *name);
+
+/* ---- sampler.c ----------------------------------------------------------- */
+/* Next exponential distance in bytes with mean r (r <= 1: 0). */
+int64_t ha_sampler_next(int64_t r);
+void ha_sampler_seed(uint64_t seed);
+
+/* ---- stack.c --------------------------------------------------------------- */
+/* Find heapalloc's and libunwind's text, pick the cache policy.  Call with no
+ * lock held (uses dladdr / dl_iterate_phdr). */
+void ha_stack_init(void);
+/* Capture up to max return addresses starting at the caller of the
+ * allocator entry point.  No lock may be held.  Returns the depth. */
+int ha_stack_capture(uintptr_t *pcs, int max);
+
+/* ---- stack_table.c --------------------------------------------------------- */
+typedef struct ha_bucket {
+	struct ha_bucket *next;   /* hash chain */
+	uint64_t hash;
+	uint64_t alloc_count, alloc_bytes;  /* atomic adds */
+	uint64_t free_count, free_bytes;
+	uint32_t skey;            /* size key: objects on a line share it */
+	uint32_t depth;
+	uintptr_t pcs[];
+} ha_bucket;
+
+/* A line of a snapshot: counts copied under the table lock. */
+typedef struct ha_line {
+	const ha_bucket *b;
+	uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
+} ha_line;
+
+int ha_table_init(void);          /* 0 or ENOMEM */
+void ha_table_destroy(void);
+/* Find or add the bucket for (pcs, size key of req); counts the
+ * allocation.  Caller holds the table lock.  NULL when the table is full or gone (counted as a drop). */
+ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req);
+/* Snapshot every bucket into raw memory; *n lines.  NULL on ENOMEM. */
+ha_line *ha_table_snapshot(size_t *n);
+uint32_t ha_table_size_key(size_t req);
+void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops);
+void ha_table_lock(void);
+void ha_table_unlock(void);
+void ha_table_postfork_child(void);
+
+/* ---- object_map.c ---------------------------------------------------------- */
+int ha_objmap_init(void);         /* 0 or ENOMEM */
+void ha_objmap_destroy(void);
+/* Remember p -> (b, req); 0, or ENOMEM (then the sample is dropped). */
+int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
+/* Forget p and subtract it from its bucket; 1 if it was known. */
+int ha_objmap_remove(uintptr_t p);
+void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
+void ha_objmap_lock_all(void);
+void ha_objmap_unlock_all(void);
+void ha_objmap_postfork_child(void);
+
+/* ---- writer.c ------------------------------------------------------------ */
+/* Growable output buffer in raw memory. */
+typedef struct ha_out {
+	char *buf;
+	size_t len, cap;
+	int fd;                   /* >= 0: flush to fd when full */
+	int err;                  /* first errno seen */
+} ha_out;
+void ha_out_bytes(ha_out *o, const char *s, size_t n);
+void ha_out_str(ha_out *o, const char *s);
+void ha_out_u64(ha_out *o, uint64_t v, int width);
+void ha_out_hex(ha_out *o, uintptr_t v);
+int ha_out_flush(ha_out *o);
+/* Write the whole profile (header, lines, memory map) to o. */
+void ha_writer_profile(ha_out *o, int64_t r);
+/* Write the profile to path via path.tmp + rename.  0 or errno. */
+int ha_writer_file(const char *path, int64_t r);
+
+/* ---- profiler.c ------------------------------------------------------------ */
+extern pthread_mutex_t ha_prof_dump_lock;
+extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
+/* Start profiling with prefix (copied).  from_env: naming/cleanup rules of
+ * the HEAPPROFILE start.  0 or errno (EBUSY when running). */
+int ha_prof_start(const char *prefix, int from_env);
+void ha_prof_stop(void);
+int ha_prof_running(void);
+/* Dump now, reason for the stderr line.  0 or errno. */
+int ha_prof_dump(const char *reason, int automatic);
+/* Time dump from the helper; 0 or errno. */
+void ha_prof_time_dump(void);
+uint64_t ha_prof_dumps(void);
+uint64_t ha_prof_samples(void);
+/* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
+void ha_prof_totals(uint64_t out[4]);
+
+/* ---- helper.c ------------------------------------------------------------ */
+int ha_helper_start(int64_t time_interval, int signo);  /* 0 or errno */
+void ha_helper_stop(void);
+void ha_helper_postfork_child(void);
+void ha_helper_ensure(void);      /* recreate after fork when needed */
+
+#endif

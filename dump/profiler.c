@@ -1,0 +1,563 @@
+/* dump/profiler.c — the profiler's state: start/stop, the allocator hooks,
+ * dump thresholds, file naming and fork.
+ *
+ * Owns: ha_prof_on_alloc / ha_prof_on_free (alloc/hooks.h), the file
+ * counter, the threshold baselines, the process-naming rules, the start
+ * from HEAPPROFILE (constructor) and the exit dump (atexit).
+ *
+ * Countdown protocol (alloc/entry.c): every allocation made while
+ * ha_prof_active subtracts its requested size from ha_tc.sample_left; when
+ * the result would go negative the allocator calls ha_prof_on_alloc() with
+ * ha_tc.sample_left still holding the value from before that allocation,
+ * and stores what we return.  So the bytes consumed since our last return
+ * are  armed - sample_left + req.  We return
+ *     min(distance to the next sample, bytes to the next threshold check)
+ * and remember how much of it was sampling distance (ts.sdist), so the
+ * sampling stays exactly the exponential process of sampler.c while a
+ * single thread still sees allocation / in-use dumps at the exact byte
+ * gperftools would.  With several threads a thread's check budget is the
+ * remaining distance divided by the number of threads.
+ *
+ * Never unwinds while holding a lock; never calls the public malloc while
+ * holding one; a thread inside the profiler (ha_prof_busy) is never sampled.
+ * Lock order and fork rules: dump/prof.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dump/prof.h"
+
+extern char **environ;
+
+pthread_mutex_t ha_prof_dump_lock = PTHREAD_MUTEX_INITIALIZER;
+HA_TLS int ha_prof_busy;
+
+#define PREFIX_MAX 4000
+
+static struct {
+	int running;
+	int use_pid;              /* HEAPPROFILE_USE_PID applied to this start */
+	pid_t root_pid;           /* the process that writes PREFIX.NNNN.heap */
+	pid_t cur_pid;
+	int64_t r;                /* mean sampling interval */
+	int64_t a_int, d_int, i_int;
+	uint64_t base[4];         /* allocator totals when profiling started */
+	uint64_t last_alloc, last_free, high_water; /* baselines, relative */
+	struct timespec last_time;
+	uint64_t ndumps;          /* file counter; carries on across stop/start */
+	uint64_t written;         /* profiles written */
+	uint64_t samples;
+	uint32_t gen;             /* bumped by every start */
+	int64_t first_countdown, first_sdist;
+	char prefix[PREFIX_MAX + 1];
+} P;
+
+/* per-thread view of the countdown */
+static HA_TLS struct {
+	uint32_t gen;
+	int64_t armed;            /* the countdown we last returned */
+	int64_t sdist;            /* of it, bytes to the next sample */
+	int64_t tbudget;          /* allocation bytes until the next check */
+	int64_t fbudget;          /* sampled-free bytes until the next check */
+} ts;
+
+
+/* ------------------------------------------------------------------ */
+/* totals and thresholds                                               */
+
+void ha_prof_totals(uint64_t out[4])
+{
+	uint64_t t[4];
+	ha_tcache_prof_totals(t);
+	for (int i = 0; i < 4; i++)
+		out[i] = t[i] > P.base[i] ? t[i] - P.base[i] : 0;
+}
+
+static uint64_t inuse_of(const uint64_t t[4])
+{
+	return t[0] > t[2] ? t[0] - t[2] : 0;
+}
+
+/* Bytes of allocation after which a threshold may fire (>= 0), from t. */
+static int64_t alloc_room(const uint64_t t[4])
+{
+	int64_t room = INT64_MAX;
+	if (P.a_int > 0) {
+		int64_t r = (int64_t)(P.last_alloc + (uint64_t)P.a_int - t[0]) - 1;
+		room = r < room ? r : room;
+	}
+	if (P.i_int > 0) {
+		int64_t r = (int64_t)(P.high_water + (uint64_t)P.i_int) - (int64_t)inuse_of(t);
+		room = r < room ? r : room;
+	}
+	return room < 0 ? 0 : room;
+}
+
+static int64_t free_room(const uint64_t t[4])
+{
+	if (P.d_int <= 0)
+		return INT64_MAX;
+	int64_t r = (int64_t)(P.last_free + (uint64_t)P.d_int - t[2]) - 1;
+	return r < 0 ? 0 : r;
+}
+
+static int64_t per_thread(int64_t room)
+{
+	if (room == INT64_MAX || room == 0)
+		return room;
+	uint64_t bytes;
+	uint64_t n = ha_tcache_count(&bytes);
+	return n > 1 ? room / (int64_t)n : room;
+}
+
+static void mb_reason(char *buf, size_t cap, const char *what, uint64_t v, uint64_t inuse)
+{
+	ha_snprintf(buf, cap, "%llu MB %s cumulatively, %llu MB currently in use",
+		    (unsigned long long)(v >> 20), what, (unsigned long long)(inuse >> 20));
+}
+
+static int dump_locked(const char *reason);
+
+/* gperftools' MaybeDumpProfileLocked: at most one dump per check, in this
+ * order of reasons; an automatic dump resets every baseline. */
+static void check_thresholds(void)
+{
+	uint64_t t[4];
+	ha_prof_totals(t);
+	if (alloc_room(t) > 0 && free_room(t) > 0 && P.running) {
+		ts.tbudget = per_thread(alloc_room(t));
+		ts.fbudget = per_thread(free_room(t));
+		return;
+	}
+	pthread_mutex_lock(&ha_prof_dump_lock);
+	if (P.running) {
+		char reason[128];
+		reason[0] = 0;
+		ha_prof_totals(t);
+		uint64_t inuse = inuse_of(t);
+		if (P.a_int > 0 && t[0] >= P.last_alloc + (uint64_t)P.a_int)
+			mb_reason(reason, sizeof reason, "allocated", t[0], inuse);
+		else if (P.d_int > 0 && t[2] >= P.last_free + (uint64_t)P.d_int)
+			mb_reason(reason, sizeof reason, "freed", t[2], inuse);
+		else if (P.i_int > 0 && inuse > P.high_water + (uint64_t)P.i_int)
+			ha_snprintf(reason, sizeof reason, "%llu MB currently in use",
+				    (unsigned long long)(inuse >> 20));
+		if (reason[0]) {
+			dump_locked(reason);
+			P.last_alloc = t[0];
+			P.last_free = t[2];
+			if (inuse > P.high_water)
+				P.high_water = inuse;
+		}
+		ts.tbudget = per_thread(alloc_room(t));
+		ts.fbudget = per_thread(free_room(t));
+	} else {
+		ts.tbudget = ts.fbudget = INT64_MAX;
+	}
+	pthread_mutex_unlock(&ha_prof_dump_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* the allocator hooks                                                 */
+
+static void record_sample(void *p, size_t req, int *sampled)
+{
+	uintptr_t pcs[HA_PROF_DEPTH];
+	int depth = ha_stack_capture(pcs, HA_PROF_DEPTH);   /* no lock held */
+	if (depth <= 0)
+		return;
+	ha_table_lock();
+	ha_bucket *b = ha_table_record(pcs, depth, req);
+	if (b) {
+		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
+			*sampled = 1;
+			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
+		} else {            /* no room to remember it: undo the count */
+			__atomic_fetch_sub(&b->alloc_count, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_sub(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+		}
+	}
+	ha_table_unlock();
+}
+
+int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
+{
+	*sampled = 0;
+	if (ha_prof_busy || !P.running)
+		return (int64_t)1 << 40;
+	ha_prof_busy = 1;
+	ha_helper_ensure();
+	int64_t before = ha_tc.sample_left, consumed;
+	uint32_t gen = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
+	if (ts.gen != gen) {
+		ts.gen = gen;
+		if (before == 0) {        /* a thread cache born after the start */
+			ts.sdist = ha_sampler_next(P.r);
+			consumed = (int64_t)req;
+		} else {                  /* the value of ha_tcache_reset_countdowns */
+			ts.sdist = P.first_sdist;
+			consumed = P.first_countdown - before + (int64_t)req;
+		}
+		ts.tbudget = ts.fbudget = 0;     /* check at once */
+	} else {
+		consumed = ts.armed - before + (int64_t)req;
+	}
+	if (consumed < (int64_t)req)
+		consumed = (int64_t)req;
+	if (consumed > ts.sdist) {
+		record_sample(p, req, sampled);
+		ts.sdist = ha_sampler_next(P.r);
+	} else {
+		ts.sdist -= consumed;
+	}
+	ts.tbudget -= consumed;
+	if (ts.tbudget < 0 || (P.d_int > 0 && P.r > 1) || ts.fbudget <= 0)
+		check_thresholds();
+	int64_t c = ts.sdist < ts.tbudget ? ts.sdist : ts.tbudget;
+	if (c < 1)
+		c = 1;
+	ts.armed = c;
+	ha_prof_busy = 0;
+	return c;
+}
+
+void ha_prof_on_free(void *p, size_t req)
+{
+	if (ha_prof_busy)
+		return;
+	ha_prof_busy = 1;
+	ha_objmap_remove((uintptr_t)p);
+	if (P.running && P.d_int > 0 && ts.gen == P.gen) {
+		ts.fbudget -= (int64_t)req;
+		if (ts.fbudget < 0)
+			check_thresholds();
+	}
+	ha_prof_busy = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* naming and dumping                                                  */
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case ENOENT: return "No such file or directory";
+	case EACCES: return "Permission denied";
+	case EPERM: return "Operation not permitted";
+	case ENOSPC: return "No space left on device";
+	case EDQUOT: return "Disk quota exceeded";
+	case EROFS: return "Read-only file system";
+	case ENOTDIR: return "Not a directory";
+	case EISDIR: return "Is a directory";
+	case ENAMETOOLONG: return "File name too long";
+	case EMFILE: return "Too many open files";
+	case ENOMEM: return "Cannot allocate memory";
+	case EIO: return "Input/output error";
+	default: return "error";
+	}
+}
+
+/* PREFIX[_PID].NNNN.heap into buf. */
+static void file_name(char *buf, size_t cap, uint64_t n)
+{
+	pid_t pid = getpid();
+	int with_pid = P.use_pid || pid != P.root_pid;
+	char num[24];
+	int k = ha_snprintf(num, sizeof num, "%llu", (unsigned long long)n);
+	char pad[8] = "";
+	for (int i = k; i < 4; i++)
+		pad[i - k] = '0';
+	pad[k < 4 ? 4 - k : 0] = 0;
+	if (with_pid)
+		ha_snprintf(buf, cap, "%s_%d.%s%s.heap", P.prefix, (int)pid, pad, num);
+	else
+		ha_snprintf(buf, cap, "%s.%s%s.heap", P.prefix, pad, num);
+}
+
+static int dump_locked(const char *reason)
+{
+	pid_t pid = getpid();
+	if (pid != P.cur_pid) {       /* a fork child numbers its own files */
+		P.cur_pid = pid;
+		P.ndumps = 0;
+	}
+	char path[PREFIX_MAX + 64];
+	file_name(path, sizeof path, ++P.ndumps);
+	ha_log("Dumping heap profile to %s (%s)\n", path, reason);
+	int err = ha_writer_file(path, P.r);
+	if (err)
+		ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", path,
+		       errno_name(err), err);
+	else
+		P.written++;
+	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
+	return err;
+}
+
+int ha_prof_dump(const char *reason, int automatic)
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	pthread_mutex_lock(&ha_prof_dump_lock);
+	int err = EINVAL;
+	if (P.running) {
+		uint64_t t[4];
+		ha_prof_totals(t);
+		err = dump_locked(reason ? reason : "");
+		if (automatic) {
+			P.last_alloc = t[0];
+			P.last_free = t[2];
+			if (inuse_of(t) > P.high_water)
+				P.high_water = inuse_of(t);
+		}
+	}
+	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
+	return err;
+}
+
+void ha_prof_time_dump(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	char reason[64];
+	ha_snprintf(reason, sizeof reason, "%lld sec since the last dump",
+		    (long long)(now.tv_sec - P.last_time.tv_sec +
+				(now.tv_nsec >= P.last_time.tv_nsec ? 0 : -1)));
+	ha_prof_dump(reason, 1);
+}
+
+uint64_t ha_prof_dumps(void)
+{
+	return P.written;
+}
+
+uint64_t ha_prof_samples(void)
+{
+	return __atomic_load_n(&P.samples, __ATOMIC_RELAXED);
+}
+
+int ha_prof_running(void)
+{
+	return __atomic_load_n(&P.running, __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------------ */
+/* start / stop                                                        */
+
+/* Remove PREFIX.NNNN.heap (or PREFIX_PID.NNNN.heap when this process uses
+ * the pid form) left by an earlier run.  getdents64: no opendir malloc. */
+static void cleanup_old(void)
+{
+	char name[PREFIX_MAX + 32];
+	if (P.use_pid)
+		ha_snprintf(name, sizeof name, "%s_%d.", P.prefix, (int)getpid());
+	else
+		ha_snprintf(name, sizeof name, "%s.", P.prefix);
+	char *slash = strrchr(name, '/');
+	const char *base = slash ? slash + 1 : name;
+	char dir[PREFIX_MAX + 32];
+	if (slash) {
+		size_t dl = (size_t)(slash - name);
+		memcpy(dir, name, dl);
+		dir[dl ? dl : 1] = 0;
+		if (!dl)
+			dir[0] = '/';
+	} else {
+		strcpy(dir, ".");
+	}
+	size_t bl = strlen(base);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char buf[8192] __attribute__((aligned(8)));
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof buf);
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct { uint64_t ino; int64_t off; unsigned short reclen;
+				 unsigned char type; char name[]; } *d = (void *)(buf + off);
+			off += d->reclen;
+			const char *s = d->name;
+			if (strncmp(s, base, bl) != 0)
+				continue;
+			s += bl;
+			int digits = 0;
+			while (*s >= '0' && *s <= '9')
+				s++, digits++;
+			if (digits >= 4 && strcmp(s, ".heap") == 0)
+				unlinkat(dfd, d->name, 0);
+		}
+	}
+	close(dfd);
+}
+
+/* Tell descendants they are not the root: add HEAPPROFILE_USE_PID=1 to the
+ * live environment unless the user set the variable (then their value
+ * rules).  ASCII only; no user variable changes; no malloc (raw memory,
+ * leaked on purpose: environ may be read at any time). */
+static void mark_descendants(void)
+{
+	static char var[] = "HEAPPROFILE_USE_PID=1";
+	if (ha_prof_opt.use_pid_set || !environ)
+		return;
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **e = ha_raw_malloc((n + 2) * sizeof *e);
+	if (!e)
+		return;
+	memcpy(e, environ, n * sizeof *e);
+	e[n] = var;
+	e[n + 1] = NULL;
+	environ = e;
+}
+
+int ha_prof_start(const char *prefix, int from_env)
+{
+	if (!prefix || !*prefix)
+		return EINVAL;
+	size_t pl = strlen(prefix);
+	if (pl > PREFIX_MAX)
+		return ENAMETOOLONG;
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_ensure_init();
+	ha_stack_init();              /* dl_iterate_phdr: before any lock */
+	ha_objmap_init();
+	pthread_mutex_lock(&ha_prof_dump_lock);
+	if (P.running) {
+		pthread_mutex_unlock(&ha_prof_dump_lock);
+		ha_prof_busy = busy;
+		return EBUSY;
+	}
+	int err = ha_table_init();
+	if (err) {
+		pthread_mutex_unlock(&ha_prof_dump_lock);
+		ha_prof_busy = busy;
+		return err;
+	}
+	memcpy(P.prefix, prefix, pl + 1);
+	P.use_pid = from_env ? (int)ha_prof_opt.use_pid : 0;
+	P.root_pid = P.cur_pid = getpid();
+	P.r = ha_prof_opt.sample_interval;
+	P.a_int = ha_prof_opt.alloc_interval;
+	P.d_int = ha_prof_opt.dealloc_interval;
+	P.i_int = ha_prof_opt.inuse_interval;
+	ha_tcache_prof_totals(P.base);
+	P.last_alloc = P.last_free = P.high_water = 0;
+	P.samples = 0;
+	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
+	if (from_env && ha_prof_opt.cleanup)
+		cleanup_old();
+	uint64_t zero[4] = { 0, 0, 0, 0 };
+	P.first_sdist = ha_sampler_next(P.r);
+	int64_t c = alloc_room(zero);
+	c = c < P.first_sdist ? c : P.first_sdist;
+	P.first_countdown = c < 1 ? 1 : c;
+	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
+	ha_tcache_reset_countdowns(P.first_countdown);
+	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ha_prof_active, 1, __ATOMIC_RELEASE);
+	ha_log("Starting tracking the heap\n");
+	pthread_mutex_unlock(&ha_prof_dump_lock);
+	if (ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0) {
+		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal);
+	}
+	ha_prof_busy = busy;
+	return 0;
+}
+
+void ha_prof_stop(void)
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	pthread_mutex_lock(&ha_prof_dump_lock);
+	if (P.running) {
+		__atomic_store_n(&ha_prof_active, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
+		ha_table_lock();
+		ha_objmap_lock_all();
+		ha_objmap_destroy();
+		ha_table_destroy();
+		ha_objmap_unlock_all();
+		ha_table_unlock();
+	}
+	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
+}
+
+/* ------------------------------------------------------------------ */
+/* fork                                                                */
+
+void ha_prof_prefork(void)
+{
+	ha_prof_busy++;
+	pthread_mutex_lock(&ha_prof_dump_lock);
+	ha_table_lock();
+	ha_objmap_lock_all();
+}
+
+void ha_prof_postfork(int child)
+{
+	if (child) {
+		pthread_mutex_init(&ha_prof_dump_lock, NULL);
+		ha_table_postfork_child();
+		ha_objmap_postfork_child();
+		ha_helper_postfork_child();
+		/* the child keeps its parent's table (the objects are its own
+		 * now too); P.cur_pid != getpid() renames it at its first dump */
+	} else {
+		ha_objmap_unlock_all();
+		ha_table_unlock();
+		pthread_mutex_unlock(&ha_prof_dump_lock);
+	}
+	ha_prof_busy--;
+}
+
+/* ------------------------------------------------------------------ */
+/* process start and exit                                              */
+
+static void exit_dump(void)
+{
+	if (!ha_prof_running())
+		return;
+	uint64_t t[4];
+	ha_prof_totals(t);
+	uint64_t inuse = inuse_of(t);
+	char reason[64];
+	if (inuse >> 20)
+		ha_snprintf(reason, sizeof reason, "Exiting, %llu MB in use",
+			    (unsigned long long)(inuse >> 20));
+	else if (inuse >> 10)
+		ha_snprintf(reason, sizeof reason, "Exiting, %llu kB in use",
+			    (unsigned long long)(inuse >> 10));
+	else
+		ha_snprintf(reason, sizeof reason, "Exiting, %llu bytes in use",
+			    (unsigned long long)inuse);
+	ha_prof_dump(reason, 0);
+}
+
+__attribute__((constructor(201))) static void ha_prof_ctor(void)
+{
+	ha_options_load();
+	atexit(exit_dump);
+	if (!ha_prof_opt.prefix)
+		return;
+	if (getuid() != geteuid() || getgid() != getegid()) {
+		ha_log("heapalloc: HEAPPROFILE ignored in a setuid/setgid program\n");
+		return;
+	}
+	if (ha_prof_start(ha_prof_opt.prefix, 1) == 0)
+		mark_descendants();
+}

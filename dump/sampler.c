@@ -1,0 +1,83 @@
+/* dump/sampler.c — how far the next sample is, in bytes.
+ *
+ * Model (spec §4): every allocated byte is marked with probability 1/R; an
+ * allocation is sampled when it holds a marked byte.  The distance to the
+ * next marked byte is geometric, which we draw from the exponential
+ * distribution with mean R:  d = -R * ln(U),  U uniform in (0, 1].
+ * So a block of S bytes is sampled with P = 1 - exp(-S/R).  At the default
+ * R = 512 KiB:
+ *        S = 4 KiB   P = 1 - e^(-1/128)  = 0.78 %
+ *        S = 64 KiB  P = 1 - e^(-1/8)    = 11.8 %
+ *        S = 1 MiB   P = 1 - e^(-2)      = 86.5 %
+ *        S = 2 MiB   P = 1 - e^(-4)      = 98.2 %   (objects of 4R: "always")
+ *        S = 1 GiB   P = 1 - e^(-2048)   = 1 to double precision
+ * and pprof unsamples a line of c objects, b bytes by 1/(1-exp(-(b/c)/R)),
+ * e.g. one sampled 4 KiB object stands for 128.5 objects (514 KiB).
+ * The countdown is per thread (ha_tc.sample_left, kept by the allocator),
+ * so the sequence of marks on a thread is memoryless and independent of
+ * other threads.  R = 1 means "record everything": the distance is 0.
+ *
+ * The random source is a per-thread xorshift64* generator; ln() is computed
+ * here (no libm): ln(m * 2^e) = e ln 2 + 2 atanh((m-1)/(m+1)), with the
+ * series cut at s^11 (relative error < 1e-6 for m in [1, 2)).
+ * Never allocates, takes no lock.
+ */
+#include "dump/prof.h"
+
+#include <string.h>
+
+static HA_TLS uint64_t rng_state;
+static uint64_t rng_seed = 0x9e3779b97f4a7c15ull;
+
+void ha_sampler_seed(uint64_t seed)
+{
+	rng_seed = seed | 1;
+}
+
+static uint64_t rng_next(void)
+{
+	uint64_t x = rng_state;
+	if (HA_UNLIKELY(x == 0)) {
+		/* per-thread seed: the TLS address differs per thread */
+		x = rng_seed ^ ((uint64_t)(uintptr_t)&rng_state * 0xff51afd7ed558ccdull);
+		x ^= x >> 33;
+		if (!x)
+			x = 1;
+	}
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	rng_state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* Natural log of x > 0 without libm. */
+static double ha_ln(double x)
+{
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	int e = (int)((bits >> 52) & 0x7ff) - 1023;
+	bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	double m;
+	memcpy(&m, &bits, sizeof m);          /* m in [1, 2) */
+	if (m > 1.41421356237309515) {        /* keep s small: m in [0.707, 1.414) */
+		m *= 0.5;
+		e++;
+	}
+	double s = (m - 1) / (m + 1), s2 = s * s;
+	double series = s * (2 + s2 * (2.0 / 3 + s2 * (2.0 / 5 + s2 * (2.0 / 7 +
+	                s2 * (2.0 / 9 + s2 * (2.0 / 11))))));
+	return e * 0.69314718055994531 + series;
+}
+
+int64_t ha_sampler_next(int64_t r)
+{
+	if (r <= 1)
+		return 0;
+	/* U in (0, 1]: 53 random bits, +1 so ln never sees 0 */
+	double u = ((double)(rng_next() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+	double d = -ha_ln(u) * (double)r;
+	if (d > 4e18)
+		d = 4e18;
+	return (int64_t)d;
+}

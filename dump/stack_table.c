@@ -1,0 +1,177 @@
+/* dump/stack_table.c — the stack table: one bucket per (stack, size key).
+ *
+ * The only includer of <xxhash.h>.  A bucket counts the sampled
+ * allocations and frees made at one call stack for objects of one size key
+ * (sizes within 1/8 of each other, see ha_table_size_key): pprof unsamples a
+ * line with the line's average object size, so one line must not mix 16-byte
+ * and 1-MiB objects (spec §4).  Several lines may share a stack.
+ *
+ * Memory: a fixed array of chain heads and buckets carved from 64 KiB raw
+ * chunks (ha_raw_malloc: never sampled, never re-enters the profiler);
+ * bounded by MAX_BUCKETS, past which samples are counted as drops.
+ * Locking: table_lock guards the chains and the chunk list; counters are
+ * updated with relaxed atomic adds so a free never needs the table lock.
+ * Never unwinds, never calls the public malloc.
+ */
+#include <errno.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "dump/prof.h"
+
+#define HEAD_BITS 16
+#define NHEADS (1u << HEAD_BITS)
+#define CHUNK_BYTES (64 * 1024)
+#define MAX_BUCKETS (1u << 20)
+
+typedef struct chunk {
+	struct chunk *next;
+	size_t used;
+	char mem[];
+} chunk;
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static ha_bucket **heads;
+static chunk *chunks;
+static uint64_t nbuckets, chunk_bytes, drops;
+
+void ha_table_lock(void)
+{
+	pthread_mutex_lock(&table_lock);
+}
+
+void ha_table_unlock(void)
+{
+	pthread_mutex_unlock(&table_lock);
+}
+
+void ha_table_postfork_child(void)
+{
+	pthread_mutex_init(&table_lock, NULL);
+}
+
+int ha_table_init(void)
+{
+	ha_bucket **h = ha_raw_calloc(NHEADS, sizeof *h);
+	if (!h)
+		return ENOMEM;
+	pthread_mutex_lock(&table_lock);
+	heads = h;
+	chunks = NULL;
+	nbuckets = chunk_bytes = drops = 0;
+	pthread_mutex_unlock(&table_lock);
+	return 0;
+}
+
+/* Caller holds the table lock and every object-map lock. */
+void ha_table_destroy(void)
+{
+	for (chunk *c = chunks, *n; c; c = n) {
+		n = c->next;
+		ha_raw_free(c);
+	}
+	chunks = NULL;
+	if (heads)
+		ha_raw_free(heads);
+	heads = NULL;
+	nbuckets = chunk_bytes = 0;
+}
+
+/* Size key: exact for sizes < 16, else the top 4 significant bits, so
+ * sizes on one line differ by less than 1/8 (e.g. 1000..1023 share a key,
+ * 1024..1151 the next).  Objects of one line have one size in practice. */
+uint32_t ha_table_size_key(size_t req)
+{
+	if (req < 16)
+		return (uint32_t)req;
+	unsigned lg = 63 - (unsigned)__builtin_clzll((unsigned long long)req);
+	return (lg << 3) | (uint32_t)((req >> (lg - 3)) & 7);
+}
+
+static void *carve(size_t bytes)
+{
+	bytes = (bytes + 15) & ~(size_t)15;
+	if (!chunks || chunks->used + bytes > CHUNK_BYTES - sizeof(chunk)) {
+		chunk *c = ha_raw_malloc(CHUNK_BYTES);
+		if (!c)
+			return NULL;
+		c->next = chunks;
+		c->used = 0;
+		chunks = c;
+		chunk_bytes += CHUNK_BYTES;
+	}
+	void *p = chunks->mem + chunks->used;
+	chunks->used += bytes;
+	return p;
+}
+
+/* The caller holds the table lock (and then inserts into the object map
+ * before dropping it, so a stop cannot free the bucket in between). */
+ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req)
+{
+	uint32_t skey = ha_table_size_key(req);
+	uint64_t h = XXH3_64bits_withSeed(pcs, (size_t)depth * sizeof *pcs, skey);
+	ha_bucket *b;
+	if (HA_UNLIKELY(!heads))
+		return NULL;
+	ha_bucket **slot = &heads[h & (NHEADS - 1)];
+	for (b = *slot; b; b = b->next)
+		if (b->hash == h && b->skey == skey && b->depth == (uint32_t)depth &&
+		    memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+			break;
+	if (!b) {
+		if (nbuckets >= MAX_BUCKETS ||
+		    !(b = carve(sizeof *b + (size_t)depth * sizeof *pcs))) {
+			drops++;
+			return NULL;
+		}
+		memset(b, 0, sizeof *b);
+		b->hash = h;
+		b->skey = skey;
+		b->depth = (uint32_t)depth;
+		memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
+		b->next = *slot;
+		*slot = b;
+		nbuckets++;
+	}
+	__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+	return b;
+}
+
+/* The caller holds the table lock (the bucket stays put meanwhile). */
+ha_line *ha_table_snapshot(size_t *n)
+{
+	*n = 0;
+	if (!heads)
+		return NULL;
+	ha_line *lines = ha_raw_malloc((nbuckets ? nbuckets : 1) * sizeof *lines);
+	if (!lines)
+		return NULL;
+	size_t k = 0;
+	for (unsigned i = 0; i < NHEADS; i++)
+		for (ha_bucket *b = heads[i]; b && k < nbuckets; b = b->next) {
+			ha_line *l = &lines[k++];
+			l->b = b;
+			/* frees first: a line never shows more freed than allocated */
+			l->free_count = __atomic_load_n(&b->free_count, __ATOMIC_RELAXED);
+			l->free_bytes = __atomic_load_n(&b->free_bytes, __ATOMIC_RELAXED);
+			l->alloc_count = __atomic_load_n(&b->alloc_count, __ATOMIC_ACQUIRE);
+			l->alloc_bytes = __atomic_load_n(&b->alloc_bytes, __ATOMIC_RELAXED);
+			if (l->free_count > l->alloc_count)
+				l->free_count = l->alloc_count;
+			if (l->free_bytes > l->alloc_bytes)
+				l->free_bytes = l->alloc_bytes;
+		}
+	*n = k;
+	return lines;
+}
+
+void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
+{
+	pthread_mutex_lock(&table_lock);
+	*buckets = nbuckets;
+	*memory = chunk_bytes + (heads ? NHEADS * sizeof *heads : 0);
+	*drops_out = drops;
+	pthread_mutex_unlock(&table_lock);
+}

@@ -1,0 +1,228 @@
+/* dump/writer.c — the profile in gperftools' text format (spec §1–3).
+ *
+ *   heap profile: IO: IB [AO: AB] @ heapprofile | heap_v2/R
+ *   io: ib [ao: ab] @ 0xpc 0xpc ...          one line per bucket
+ *   <blank>
+ *   MAPPED_LIBRARIES:
+ *   /proc/self/maps, 4th permission character normalised to 'p'
+ *
+ * Owns the output buffer and the file protocol: write FILE.tmp in the same
+ * directory, then rename(2) it to FILE, so a reader never sees half a file.
+ * Never calls the public malloc (raw memory only), never formats with stdio
+ * (numbers by hand), restarts on EINTR and short writes.  Holds the table
+ * lock only to copy the counters (ha_table_snapshot), so allocating threads
+ * wait at most for that copy.  The caller holds ha_prof_dump_lock, which
+ * keeps the buckets alive while the lines are written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dump/prof.h"
+
+#define OUT_CHUNK (64 * 1024)
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (w == 0)
+			return EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int ha_out_flush(ha_out *o)
+{
+	if (o->fd >= 0 && o->len && !o->err)
+		o->err = write_all(o->fd, o->buf, o->len);
+	if (o->fd >= 0)
+		o->len = 0;
+	return o->err;
+}
+
+void ha_out_bytes(ha_out *o, const char *s, size_t n)
+{
+	while (n && !o->err) {
+		if (o->len == o->cap) {
+			if (o->fd >= 0 && o->cap) {
+				ha_out_flush(o);
+				continue;
+			}
+			size_t ncap = o->cap ? o->cap * 2 : OUT_CHUNK;
+			char *nb = ha_raw_malloc(ncap);
+			if (!nb) {
+				o->err = ENOMEM;
+				return;
+			}
+			if (o->buf) {
+				memcpy(nb, o->buf, o->len);
+				ha_raw_free(o->buf);
+			}
+			o->buf = nb;
+			o->cap = ncap;
+			continue;
+		}
+		size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+		memcpy(o->buf + o->len, s, k);
+		o->len += k;
+		s += k;
+		n -= k;
+	}
+}
+
+void ha_out_str(ha_out *o, const char *s)
+{
+	ha_out_bytes(o, s, strlen(s));
+}
+
+/* Decimal, right-aligned in at least `width` columns (gperftools' %6d). */
+void ha_out_u64(ha_out *o, uint64_t v, int width)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n < width && n < (int)sizeof tmp)
+		tmp[sizeof tmp - 1 - n++] = ' ';
+	ha_out_bytes(o, tmp + sizeof tmp - n, (size_t)n);
+}
+
+void ha_out_hex(ha_out *o, uintptr_t v)
+{
+	char tmp[2 + 16];
+	int n = 0;
+	do {
+		tmp[sizeof tmp - 1 - n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[sizeof tmp - 1 - n++] = 'x';
+	tmp[sizeof tmp - 1 - n++] = '0';
+	ha_out_bytes(o, tmp + sizeof tmp - n, (size_t)n);
+}
+
+static void out_counts(ha_out *o, uint64_t io, uint64_t ib, uint64_t ao, uint64_t ab)
+{
+	ha_out_u64(o, io, 6);
+	ha_out_str(o, ": ");
+	ha_out_u64(o, ib, 8);
+	ha_out_str(o, " [");
+	ha_out_u64(o, ao, 6);
+	ha_out_str(o, ": ");
+	ha_out_u64(o, ab, 8);
+	ha_out_str(o, "] @");
+}
+
+/* Copy /proc/self/maps, normalising the 4th permission character. */
+static void out_maps(ha_out *o)
+{
+	int fd;
+	do
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return;
+	char buf[8192];
+	int field = 0, col = 0;    /* position within the current line */
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			char c = buf[i];
+			if (c == '\n') {
+				field = col = 0;
+			} else if (c == ' ') {
+				field++;
+				col = 0;
+			} else {
+				if (field == 1 && col == 3 && c == 's')
+					buf[i] = 'p';
+				col++;
+			}
+		}
+		ha_out_bytes(o, buf, (size_t)n);
+	}
+	close(fd);
+}
+
+void ha_writer_profile(ha_out *o, int64_t r)
+{
+	size_t n = 0;
+	ha_table_lock();
+	ha_line *lines = ha_table_snapshot(&n);
+	ha_table_unlock();
+	uint64_t t[4] = { 0, 0, 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		t[0] += lines[i].alloc_count - lines[i].free_count;
+		t[1] += lines[i].alloc_bytes - lines[i].free_bytes;
+		t[2] += lines[i].alloc_count;
+		t[3] += lines[i].alloc_bytes;
+	}
+	ha_out_str(o, "heap profile: ");
+	out_counts(o, t[0], t[1], t[2], t[3]);
+	if (r > 1) {
+		ha_out_str(o, " heap_v2/");
+		ha_out_u64(o, (uint64_t)r, 0);
+		ha_out_str(o, "\n");
+	} else {
+		ha_out_str(o, " heapprofile\n");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const ha_line *l = &lines[i];
+		if (!l->alloc_count || !l->b->depth)
+			continue;
+		out_counts(o, l->alloc_count - l->free_count,
+			   l->alloc_bytes - l->free_bytes, l->alloc_count, l->alloc_bytes);
+		for (uint32_t d = 0; d < l->b->depth; d++) {
+			ha_out_str(o, " ");
+			ha_out_hex(o, l->b->pcs[d]);
+		}
+		ha_out_str(o, "\n");
+	}
+	if (lines)
+		ha_raw_free(lines);
+	ha_out_str(o, "\nMAPPED_LIBRARIES:\n");
+	out_maps(o);
+}
+
+int ha_writer_file(const char *path, int64_t r)
+{
+	char tmp[4096 + 16];
+	size_t pl = strlen(path);
+	if (pl + 5 > sizeof tmp)
+		return ENAMETOOLONG;
+	memcpy(tmp, path, pl);
+	memcpy(tmp + pl, ".tmp", 5);
+	int fd;
+	do
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return errno;
+	ha_out o = { NULL, 0, 0, fd, 0 };
+	ha_writer_profile(&o, r);
+	int err = ha_out_flush(&o);
+	if (o.buf)
+		ha_raw_free(o.buf);
+	if (close(fd) != 0 && !err && errno != EINTR)
+		err = errno;
+	if (!err && rename(tmp, path) != 0)
+		err = errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
