@@ -181,6 +181,14 @@ static void absurd(void)
 		CHECK(errno == ENOMEM || errno == EINVAL);
 		CHECK(aligned_alloc(sz((size_t)1 << 62), 16) == NULL);
 	}
+	/* the largest power of two there is */
+	void *sentinel = (void *)(uintptr_t)0x7c7c7c7c, *p = sentinel;
+	size_t top = (size_t)1 << 63;
+	CHECK(memalign(sz(top), 16) == NULL);
+	CHECK(aligned_alloc(sz(top), 16) == NULL);
+	int rc = posix_memalign(&p, sz(top), 16);
+	CHECK(rc == ENOMEM || rc == EINVAL);
+	CHECK(p == sentinel);
 	/* glibc's memalign rounds a non-power-of-two alignment up */
 	static const size_t odd[] = { 3, 24, 48, 100, 3000, 5000, 40000 };
 	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {

@@ -216,6 +216,21 @@ static void failures()
 			CHECK_EQ(handler_calls, 1);
 			std::set_new_handler(nullptr);
 		}
+	// absurd alignments fail the same way
+	static const size_t huge_align[] = { (size_t)1 << 40, (size_t)1 << 62, (size_t)1 << 63 };
+	for (size_t i = 0; i < 3; i++) {
+		std::set_new_handler(nullptr);
+		std::align_val_t a = std::align_val_t(sz(huge_align[i]));
+		bool threw = false;
+		try {
+			void *p = ::operator new(16, a);
+			CHECK(p == nullptr);
+		} catch (const std::bad_alloc &) {
+			threw = true;
+		}
+		CHECK(threw);
+		CHECK(::operator new[](16, a, std::nothrow) == nullptr);
+	}
 	// new-expressions of huge arrays
 	bool threw = false;
 	try {
