@@ -1,0 +1,55 @@
+# tests/prof_lib.sh — shared helpers of the prof_*.sh drivers (sourced).
+# Environment from the harness: top_builddir top_srcdir GO GOOGLE_PPROF
+# CARGO HA_LIB.  Exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+W="$top_builddir/tests/prof_work"
+[ -x "$W" ] || { echo "missing $W"; exit 99; }
+GO=${GO:-$(command -v go || true)}
+GOOGLE_PPROF=${GOOGLE_PPROF:-$(command -v google-pprof || true)}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof_test.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+unset HEAPPROFILE HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_ALLOCATION_INTERVAL \
+	HEAP_PROFILE_DEALLOCATION_INTERVAL HEAP_PROFILE_INUSE_INTERVAL \
+	HEAP_PROFILE_TIME_INTERVAL HEAPPROFILESIGNAL HEAPPROFILE_USE_PID \
+	HEAP_PROFILE_CLEANUP
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+need_go() { [ -n "$GO" ] && [ -x "$GO" ] || { echo "SKIP: go not found"; exit 77; }; }
+
+# eq WHAT GOT WANT
+eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
+
+# near WHAT GOT WANT PERCENT — |got - want| <= want * percent / 100
+near() {
+	awk -v g="$2" -v w="$3" -v p="$4" 'BEGIN { d = g - w; if (d < 0) d = -d;
+		exit !(g != "" && d <= w * p / 100) }' ||
+		fail "$1: got '$2', want $3 +-$4%"
+}
+
+# flat INDEX FILE NAME — go pprof's flat value of function NAME (bytes or
+# objects, units stripped), 0 when NAME is not listed.
+flat() {
+	"$GO" tool pprof -top -unit=B -nodefraction=0 -edgefraction=0 \
+		-nodecount=100000 -sample_index="$1" "$W" "$2" 2>"$tmp/pprof.err" |
+		awk -v n="$3" '$NF == n { v = $1; sub(/B$/, "", v); print v; found = 1; exit }
+			END { if (!found) print 0 }'
+}
+
+# shape FILE — every bucket line has the shape both parsers accept (spec §1).
+shape() {
+	head -1 "$1" | grep -Eq '^heap profile: +[0-9]+: +[0-9]+ \[ *[0-9]+: +[0-9]+\] @ (heapprofile|heap_v2/[0-9]+)$' ||
+		fail "$1: bad header: $(head -1 "$1")"
+	awk '/^$/ { exit } NR > 1' "$1" | grep -Ev '^ *[0-9]+: +[0-9]+ \[ *[0-9]+: +[0-9]+\] @( 0x[0-9a-f]+)+$' |
+		head -3 | while read -r l; do echo "FAIL: $1: bad line: $l"; done | grep . && fails=$((fails + 1))
+	grep -q '^MAPPED_LIBRARIES:$' "$1" || fail "$1: no MAPPED_LIBRARIES"
+	awk '/^MAPPED_LIBRARIES:/ { m = 1; next } m && substr($2, 4, 1) == "s"' "$1" | grep -q . &&
+		fail "$1: shared mapping not normalised to p"
+	return 0
+}
+
+finish() {
+	[ "$fails" -eq 0 ] && { echo "PASS"; exit 0; }
+	echo "$fails failure(s)"
+	exit 1
+}

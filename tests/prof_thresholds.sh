@@ -1,0 +1,50 @@
+#!/bin/sh
+# Number and numbering of automatic dumps for a known pattern (100 blocks of
+# 10 KiB), as gperftools makes them; the exit dump; _exit writes nothing.
+. "$top_srcdir/tests/prof_lib.sh"
+
+# run NAME ARGS... — fresh dir, prints the dump lines of stderr
+run() {
+	name=$1; shift
+	rm -rf "$tmp/$name"; mkdir "$tmp/$name"
+	HEAPPROFILE="$tmp/$name/p" "$W" "$@" 2>"$tmp/$name.err" || fail "$name: prof_work $* exited $?"
+}
+files() { ls "$tmp/$1" | tr '\n' ' '; }
+reasons() { grep -c "^Dumping heap profile to $tmp/$1/p\.[0-9]*\.heap ($2" "$tmp/$1.err"; }
+nums() { # expected file list p.0001.heap .. p.000N.heap
+	i=1; while [ "$i" -le "$1" ]; do printf 'p.%04d.heap ' "$i"; i=$((i + 1)); done
+}
+
+# allocation interval, default sampling: 1 024 000 bytes / 102 400 = 10
+HEAP_PROFILE_ALLOCATION_INTERVAL=102400 run alloc pattern 100 10240 free
+eq "allocation interval: files" "$(files alloc)" "$(nums 11)"
+eq "allocation interval: reasons" "$(reasons alloc '[0-9]* MB allocated cumulatively, [0-9]* MB currently in use)')" 10
+eq "allocation interval: exit dump" "$(reasons alloc 'Exiting, ')" 1
+
+# same with R = 1 and with 10 KiB suffix syntax
+HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_ALLOCATION_INTERVAL=100K run alloc1 pattern 100 10240 free
+eq "allocation interval R=1: files" "$(files alloc1)" "$(nums 11)"
+
+# in-use interval: dumps when in use passes the last high-water mark by
+# 100 000: after blocks 10, 20, ..., 100
+HEAP_PROFILE_INUSE_INTERVAL=100000 run inuse pattern 100 10240 keep
+eq "in-use interval: files" "$(files inuse)" "$(nums 11)"
+eq "in-use interval: reasons" "$(reasons inuse '[0-9]* MB currently in use)')" 10
+
+# deallocation interval (allocation and in-use off): 10 dumps while freeing
+HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_DEALLOCATION_INTERVAL=100000 HEAP_PROFILE_ALLOCATION_INTERVAL=0 \
+	HEAP_PROFILE_INUSE_INTERVAL=0 run dealloc pattern 100 10240 keepfree
+eq "deallocation interval: files" "$(files dealloc)" "$(nums 11)"
+eq "deallocation interval: reasons" "$(reasons dealloc '[0-9]* MB freed cumulatively, [0-9]* MB currently in use)')" 10
+
+# everything off but the exit dump
+HEAP_PROFILE_ALLOCATION_INTERVAL=0 HEAP_PROFILE_INUSE_INTERVAL=0 run none pattern 1000 10240 keepfree
+eq "no interval: files" "$(files none)" "p.0001.heap "
+
+# exit() dumps, _exit() does not
+run exit exit
+eq "exit(): files" "$(files exit)" "p.0001.heap "
+grep -q "(Exiting, 9 kB in use)" "$tmp/exit.err" || fail "exit reason: $(cat "$tmp/exit.err")"
+run _exit _exit
+eq "_exit(): files" "$(files _exit)" ""
+finish

@@ -1,0 +1,316 @@
+/* tests/prof_work.c — workloads for the heap-profiler shell drivers
+ * (tests/prof_*.sh).  Every call site is a noinline function with a unique
+ * name, so `go tool pprof -top` attributes its bytes to exactly that name.
+ * Modes (argv[1]):
+ *   truth           known amounts per site: kept, freed, half freed,
+ *                   4 threads, C++ new (prof_work_cxx.cc)
+ *   sampled         large totals per site for the sampled-estimate test
+ *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
+ *   sleep MS        allocate a little, sleep MS milliseconds
+ *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
+ *   exit | _exit    allocate, then leave by exit() or _exit()
+ *   fork            fork a child and exec one, both allocate and exit
+ *   execchild PFX   (run by fork) check the environment, allocate, exit
+ *   threads         threads allocate/free while the main thread dumps
+ *   dlopen MODULE   a thread dlopens MODULE in a loop while others dump
+ * Exit 0 pass, 1 failure, 99 hard error.
+ */
+#include <dlfcn.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heapalloc.h"
+#include "tests/check.h"
+
+extern char **environ;
+void *volatile sink;
+void *keep[200000];
+
+void site_new(int n);          /* prof_work_cxx.cc: n x new char[5000], kept */
+
+static void msleep(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+}
+
+/* ---- truth ------------------------------------------------------------ */
+__attribute__((noinline)) void site_keep(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[i] = malloc(1000);
+}
+
+__attribute__((noinline)) void site_free(int n)
+{
+	for (int i = 0; i < n; i++) {
+		sink = malloc(2000);
+		free(sink);
+	}
+}
+
+__attribute__((noinline)) void site_half(int n)
+{
+	void **v = keep + 10000;
+	for (int i = 0; i < n; i++)
+		v[i] = calloc(1, 3000);
+	for (int i = 0; i < n; i += 2)
+		free(v[i]);
+}
+
+__attribute__((noinline)) static void *site_thread(void *arg)
+{
+	void **v = arg;
+	for (int i = 0; i < 250; i++)
+		v[i] = malloc(4000);
+	return NULL;
+}
+
+static int mode_truth(void)
+{
+	site_keep(1000);
+	site_free(500);
+	site_half(300);
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		REQUIRE(pthread_create(&t[i], NULL, site_thread, keep + 20000 + i * 250) == 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	site_new(200);
+	return 0;
+}
+
+/* ---- sampled --------------------------------------------------------- */
+__attribute__((noinline)) void site_small_many(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[i] = malloc(64);       /* 200000 x 64 = 12.8 MB, kept */
+}
+
+__attribute__((noinline)) void site_big_freed(int n)
+{
+	for (int i = 0; i < n; i++) {   /* 100 x 200000 = 20 MB, freed */
+		sink = malloc(200000);
+		free(sink);
+	}
+}
+
+__attribute__((noinline)) void site_mixed(int n)
+{
+	for (int i = 0; i < n; i++) {   /* 4000 x (4096 + 65536) = 278.5 MB, freed */
+		sink = malloc(4096);
+		free(sink);
+		sink = malloc(65536);
+		free(sink);
+	}
+}
+
+/* ---- pattern --------------------------------------------------------- */
+__attribute__((noinline)) void site_pattern(long n, size_t size, int how)
+{
+	void **v = malloc((size_t)n * sizeof *v);
+	for (long i = 0; i < n; i++) {
+		v[i] = malloc(size);
+		if (how == 1)
+			free(v[i]);
+	}
+	if (how == 2)
+		for (long i = 0; i < n; i++)
+			free(v[i]);
+}
+
+/* ---- signal ---------------------------------------------------------- */
+static int count_heaps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t l = strlen(e->d_name);
+		if (l > 5 && strcmp(e->d_name + l - 5, ".heap") == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static int mode_signal(int k, const char *dir)
+{
+	site_keep(100);
+	int sig = SIGUSR2;
+	for (int i = 0; i < k; i++) {
+		int before = count_heaps(dir);
+		REQUIRE(kill(getpid(), sig) == 0);
+		for (int w = 0; w < 500 && count_heaps(dir) == before; w++)
+			msleep(10);
+		CHECK_EQ(count_heaps(dir), before + 1);
+	}
+	return 0;
+}
+
+/* ---- fork / exec ------------------------------------------------------- */
+static int mode_fork(const char *self)
+{
+	const char *pfx = getenv("HEAPPROFILE");
+	REQUIRE(pfx);
+	site_keep(100);
+	pid_t c = fork();
+	REQUIRE(c >= 0);
+	if (c == 0) {
+		site_free(10);
+		site_keep(50);
+		exit(0);                     /* exit dump: PREFIX_<pid>.0001.heap */
+	}
+	int st;
+	REQUIRE(waitpid(c, &st, 0) == c);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	printf("fork %d\n", (int)c);
+	fflush(stdout);
+	pid_t e = fork();
+	REQUIRE(e >= 0);
+	if (e == 0) {
+		char *argv[] = { (char *)self, "execchild", (char *)pfx, NULL };
+		execv(self, argv);
+		_exit(99);
+	}
+	REQUIRE(waitpid(e, &st, 0) == e);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	printf("exec %d\n", (int)e);
+	fflush(stdout);
+	/* this process' own variable is untouched */
+	CHECK(strcmp(getenv("HEAPPROFILE"), pfx) == 0);
+	return 0;
+}
+
+static int mode_execchild(const char *pfx)
+{
+	const char *v = getenv("HEAPPROFILE");
+	REQUIRE(v);
+	CHECK(strcmp(v, pfx) == 0);                /* byte for byte */
+	const char *u = getenv("HEAPPROFILE_USE_PID");
+	CHECK(u && strcmp(u, "1") == 0);
+	for (char **e = environ; *e; e++)          /* ASCII/UTF-8 only */
+		for (const unsigned char *s = (const unsigned char *)*e; *s; s++)
+			if (*s >= 0x80 && s == (const unsigned char *)*e)
+				CHECK(!"environment entry starts with a high byte");
+	site_keep(70);
+	return 0;
+}
+
+/* ---- threads ----------------------------------------------------------- */
+static volatile int stop_flag;
+
+__attribute__((noinline)) static void *churn(void *arg)
+{
+	uintptr_t seed = (uintptr_t)arg * 2654435761u + 1;
+	void *mine[256] = { 0 };
+	while (!stop_flag) {
+		for (int i = 0; i < 256; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			free(mine[i]);
+			mine[i] = malloc(16 + (seed >> 33) % 5000);
+		}
+	}
+	for (int i = 0; i < 256; i++)
+		free(mine[i]);
+	return NULL;
+}
+
+static int mode_threads(void)
+{
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		REQUIRE(pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1)) == 0);
+	for (int i = 0; i < 20; i++) {
+		HeapProfilerDump("threads");
+		msleep(5);
+	}
+	stop_flag = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+/* ---- dlopen ------------------------------------------------------------ */
+static const char *module;
+
+static void *loader(void *arg)
+{
+	for (int i = 0; i < 150 && !stop_flag; i++) {
+		void *h = dlopen(module, RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			fprintf(stderr, "dlopen %s: %s\n", module, dlerror());
+			exit(99);
+		}
+		int (*f)(void) = (int (*)(void))dlsym(h, "prof_dlmod_work");
+		if (f)
+			f();
+		dlclose(h);
+	}
+	return NULL;
+}
+
+static int mode_dlopen(const char *mod)
+{
+	module = mod;
+	pthread_t l, c;
+	REQUIRE(pthread_create(&l, NULL, loader, NULL) == 0);
+	REQUIRE(pthread_create(&c, NULL, churn, (void *)7) == 0);
+	for (int i = 0; i < 30; i++) {
+		HeapProfilerDump("dlopen");
+		msleep(2);
+	}
+	pthread_join(l, NULL);
+	stop_flag = 1;
+	pthread_join(c, NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		HARD_ERROR("usage: prof_work MODE ...");
+	const char *m = argv[1];
+	if (!strcmp(m, "truth"))
+		mode_truth();
+	else if (!strcmp(m, "sampled")) {
+		site_small_many(200000);
+		site_big_freed(100);
+		site_mixed(4000);
+	} else if (!strcmp(m, "pattern") && argc >= 5)
+		site_pattern(atol(argv[2]), (size_t)atol(argv[3]),
+			     !strcmp(argv[4], "free") ? 1 : !strcmp(argv[4], "keepfree") ? 2 : 0);
+	else if (!strcmp(m, "sleep") && argc >= 3) {
+		site_keep(10);
+		msleep(atol(argv[2]));
+	} else if (!strcmp(m, "signal") && argc >= 4)
+		mode_signal(atoi(argv[2]), argv[3]);
+	else if (!strcmp(m, "exit")) {
+		site_keep(10);
+		exit(CHECK_DONE());
+	} else if (!strcmp(m, "_exit")) {
+		site_keep(10);
+		_exit(CHECK_DONE());
+	} else if (!strcmp(m, "fork"))
+		mode_fork(argv[0]);
+	else if (!strcmp(m, "execchild") && argc >= 3)
+		mode_execchild(argv[2]);
+	else if (!strcmp(m, "threads"))
+		mode_threads();
+	else if (!strcmp(m, "dlopen") && argc >= 3)
+		mode_dlopen(argv[2]);
+	else
+		HARD_ERROR("unknown mode");
+	return CHECK_DONE();
+}
