@@ -1,7 +1,9 @@
 /* alloc_fork — fork() from a process whose two other threads are allocating and
  * freeing as fast as they can, 200 times.  Each child mallocs, reallocs and
  * frees across all sizes, starts a thread that does the same, and exits 0;
- * the program's pthread_atfork handlers allocate and free as well.
+ * the program's pthread_atfork handlers allocate and free as well; every
+ * fourth fork is made from a second thread; the child also calls
+ * malloc_trim and mallinfo2.
  * A child that deadlocks on a lock held at fork time is killed by its own
  * alarm (SIGALRM) and reported; the whole test has a 60 s alarm too. */
 #define _GNU_SOURCE
@@ -107,9 +109,31 @@ static int child(unsigned k)
 	char *s = strdup("child");
 	bad += !s;
 	free(s);
+	/* whole-heap calls work in the child too */
+	int rc = malloc_trim(0);
+	bad += rc != 0 && rc != 1;
+	struct mallinfo2 m = mallinfo2();
+	bad += m.arena + m.hblkhd == 0;
 	if (!atfork_child_ran)
 		return 4;
 	return bad ? 2 : 0;
+}
+
+/* Every fourth fork is made by a short-lived second thread. */
+struct fork_req {
+	unsigned k;
+	pid_t pid;
+};
+static void *fork_from_thread(void *arg)
+{
+	struct fork_req *f = arg;
+	void *p = malloc(5000); /* this thread has a cache of its own */
+	fflush(NULL);
+	f->pid = fork();
+	if (f->pid == 0)
+		exit(child(f->k));
+	free(p);
+	return NULL;
 }
 
 int main(void)
@@ -123,12 +147,22 @@ int main(void)
 	int deadlocks = 0, failures = 0;
 	for (unsigned k = 0; k < FORKS; k++) {
 		void *pre = malloc(100 + k); /* parent allocates around every fork too */
-		fflush(NULL);
-		pid_t pid = fork();
+		pid_t pid;
+		if (k % 4 == 3) {
+			struct fork_req f = { k, -1 };
+			pthread_t ft;
+			if (pthread_create(&ft, NULL, fork_from_thread, &f))
+				HARD_ERROR("pthread_create");
+			pthread_join(ft, NULL);
+			pid = f.pid;
+		} else {
+			fflush(NULL);
+			pid = fork();
+			if (pid == 0)
+				exit(child(k));
+		}
 		if (pid < 0)
 			HARD_ERROR("fork");
-		if (pid == 0)
-			exit(child(k));
 		int st;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
