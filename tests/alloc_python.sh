@@ -3,7 +3,8 @@
 # allocation-heavy script (dicts, lists, strings, big bytes objects, threads)
 # and must print exactly what it prints without heapalloc.  The script also
 # reports, through ctypes, whether heapalloc is loaded, so the preloaded run
-# is known to have used it.  Skips (77) without python3.  Env: HA_LIB, PYTHON3.
+# is known to have used it.  PYTHONMALLOC=malloc sends every Python object
+# through malloc, not only the big ones.  Skips (77) without python3.  Env: HA_LIB, PYTHON3.
 lib=${HA_LIB:-}
 py=${PYTHON3:-}
 [ -n "$py" ] || py=$(command -v python3 2>/dev/null)
@@ -73,9 +74,9 @@ except Exception as e:
     sys.stderr.write("allocator: unknown (%s)\n" % e)
 PY
 
-PYTHONHASHSEED=0 "$py" "$tmp/work.py" > "$tmp/plain.out" 2> "$tmp/plain.err"
+PYTHONMALLOC=malloc PYTHONHASHSEED=0 "$py" "$tmp/work.py" > "$tmp/plain.out" 2> "$tmp/plain.err"
 rc1=$?
-PYTHONHASHSEED=0 LD_PRELOAD=$lib "$py" "$tmp/work.py" > "$tmp/ha.out" 2> "$tmp/ha.err"
+PYTHONMALLOC=malloc PYTHONHASHSEED=0 LD_PRELOAD=$lib "$py" "$tmp/work.py" > "$tmp/ha.out" 2> "$tmp/ha.err"
 rc2=$?
 status=0
 [ $rc1 = 0 ] || { echo "HARD ERROR: python3 failed without heapalloc ($rc1)"; cat "$tmp/plain.err"; exit 99; }
