@@ -28,10 +28,15 @@ near() {
 }
 
 # flat INDEX FILE NAME — go pprof's flat value of function NAME (bytes or
-# objects, units stripped), 0 when NAME is not listed.
+# objects, units stripped), 0 when NAME is not listed.  When nothing was
+# freed Go offers only objects/space (spec §1): inuse_* falls back to those.
 flat() {
+	idx=$1
+	if ! "$GO" tool pprof -raw -sample_index="$idx" "$W" "$2" >/dev/null 2>&1; then
+		case $idx in inuse_objects) idx=objects ;; inuse_space) idx=space ;; esac
+	fi
 	"$GO" tool pprof -top -unit=B -nodefraction=0 -edgefraction=0 \
-		-nodecount=100000 -sample_index="$1" "$W" "$2" 2>"$tmp/pprof.err" |
+		-nodecount=100000 -sample_index="$idx" "$W" "$2" 2>"$tmp/pprof.err" |
 		awk -v n="$3" '$NF == n { v = $1; sub(/B$/, "", v); print v; found = 1; exit }
 			END { if (!found) print 0 }'
 }

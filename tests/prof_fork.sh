@@ -1,0 +1,30 @@
+#!/bin/sh
+# fork and exec children under HEAPPROFILE write their own files
+# (PREFIX_PID.NNNN.heap) and clobber none of the root's (PREFIX.NNNN.heap);
+# the exec'd child sees HEAPPROFILE byte for byte and HEAPPROFILE_USE_PID=1,
+# and nothing non-ASCII is added; a prefix with UTF-8 and spaces works.
+. "$top_srcdir/tests/prof_lib.sh"
+d="$tmp/dir ü"
+mkdir "$d"
+pfx="$d/prøfil é"
+HEAPPROFILE="$pfx" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" fork >"$tmp/out" 2>"$tmp/err" || fail "prof_work fork exited $?: $(cat "$tmp/err")"
+fpid=$(sed -n 's/^fork //p' "$tmp/out")
+epid=$(sed -n 's/^exec //p' "$tmp/out")
+[ -n "$fpid" ] && [ -n "$epid" ] || fail "no child pids: $(cat "$tmp/out")"
+want=$(printf '%s\n' "prøfil é.0001.heap" "prøfil é_$fpid.0001.heap" "prøfil é_$epid.0001.heap" | sort | tr '\n' '|')
+eq "files" "$(ls "$d" | sort | tr '\n' '|')" "$want"
+grep -q "^Dumping heap profile to $pfx\.0001\.heap (Exiting" "$tmp/err" || fail "root exit dump line"
+grep -q "^Dumping heap profile to ${pfx}_$fpid\.0001\.heap (Exiting" "$tmp/err" || fail "fork child exit dump line"
+grep -q "^Dumping heap profile to ${pfx}_$epid\.0001\.heap (Exiting" "$tmp/err" || fail "exec child exit dump line"
+# the root's last file holds the root's 100 kept blocks, not a child's
+if [ -n "$GO" ] && [ -x "$GO" ]; then
+	eq "root site_keep objects" "$(flat inuse_objects "$pfx.0001.heap" site_keep)" 100
+	[ "$(flat inuse_objects "${pfx}_$epid.0001.heap" site_keep)" -gt 0 ] 2>/dev/null ||
+		fail "exec child profile has no site_keep"
+fi
+# HEAPPROFILE_USE_PID=t: the root uses the pid form too
+mkdir "$tmp/u"
+HEAPPROFILE="$tmp/u/p" HEAPPROFILE_USE_PID=t "$W" exit >/dev/null 2>&1
+n=$(ls "$tmp/u" | grep -c '^p_[0-9]*\.0001\.heap$')
+eq "HEAPPROFILE_USE_PID=t files" "$n" 1
+finish

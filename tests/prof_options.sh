@@ -1,0 +1,32 @@
+#!/bin/sh
+# Options: size suffixes; a junk value gets one stderr line naming the
+# variable, the bad value and the value used, and the default;
+# HEAP_PROFILE_CLEANUP removes earlier PREFIX.NNNN.heap files (only those);
+# an empty HEAPPROFILE does not profile.
+. "$top_srcdir/tests/prof_lib.sh"
+
+mkdir "$tmp/a"
+HEAPPROFILE="$tmp/a/p" HEAP_PROFILE_SAMPLE_INTERVAL=64K "$W" exit 2>"$tmp/a.err" || fail "exit $?"
+head -1 "$tmp/a/p.0001.heap" | grep -q '@ heap_v2/65536$' || fail "64K is not 65536: $(head -1 "$tmp/a/p.0001.heap")"
+
+mkdir "$tmp/b"
+HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_SAMPLE_INTERVAL=lots HEAP_PROFILE_CLEANUP=maybe "$W" exit 2>"$tmp/b.err" || fail "exit $?"
+eq "junk sample interval message" "$(grep -c 'HEAP_PROFILE_SAMPLE_INTERVAL=.*lots.*524288' "$tmp/b.err")" 1
+eq "junk cleanup message" "$(grep -c 'HEAP_PROFILE_CLEANUP=.*maybe.*1' "$tmp/b.err")" 1
+head -1 "$tmp/b/p.0001.heap" | grep -q '@ heap_v2/524288$' || fail "junk did not give the default"
+
+# cleanup: old p.NNNN.heap go, other names stay
+mkdir "$tmp/c"
+for n in p.0001.heap p.0007.heap p.12345.heap p_77.0001.heap p.x.heap q.0001.heap p.0002.heap.txt; do
+	echo old >"$tmp/c/$n"
+done
+HEAPPROFILE="$tmp/c/p" "$W" _exit 2>/dev/null
+eq "after cleanup" "$(ls "$tmp/c" | tr '\n' ' ')" "p.0002.heap.txt p.x.heap p_77.0001.heap q.0001.heap "
+echo old >"$tmp/c/p.0003.heap"
+HEAPPROFILE="$tmp/c/p" HEAP_PROFILE_CLEANUP=f "$W" _exit 2>/dev/null
+[ -f "$tmp/c/p.0003.heap" ] || fail "HEAP_PROFILE_CLEANUP=f removed a file"
+
+mkdir "$tmp/d"
+HEAPPROFILE= "$W" exit 2>"$tmp/d.err"
+grep -q 'Starting tracking' "$tmp/d.err" && fail "empty HEAPPROFILE profiles"
+finish

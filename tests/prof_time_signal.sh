@@ -1,0 +1,22 @@
+#!/bin/sh
+# HEAP_PROFILE_TIME_INTERVAL: a dump every N seconds from the helper thread,
+# the first one N seconds after the start (not at once); HEAPPROFILESIGNAL
+# (given by name): one dump per signal, written by the helper thread.
+. "$top_srcdir/tests/prof_lib.sh"
+
+mkdir "$tmp/time"
+HEAPPROFILE="$tmp/time/p" HEAP_PROFILE_TIME_INTERVAL=1 "$W" sleep 2500 2>"$tmp/time.err" || fail "sleep exited $?"
+n=$(grep -c "^Dumping heap profile to $tmp/time/p\.[0-9]*\.heap ([0-9]* sec since the last dump)$" "$tmp/time.err")
+[ "$n" -ge 2 ] && [ "$n" -le 3 ] || fail "time dumps: $n, want 2 (3 on a slow machine): $(cat "$tmp/time.err")"
+grep -q "(1 sec since the last dump)" "$tmp/time.err" || fail "no '1 sec since the last dump'"
+last=$(ls "$tmp/time" | sort | tail -1)
+grep -q "^Dumping heap profile to $tmp/time/$last (Exiting" "$tmp/time.err" || fail "the exit dump is not the last file"
+
+mkdir "$tmp/sig"
+HEAPPROFILE="$tmp/sig/p" HEAPPROFILESIGNAL=SIGUSR2 "$W" signal 3 "$tmp/sig" 2>"$tmp/sig.err" || fail "signal exited $?"
+eq "signal dumps" "$(grep -c "^Dumping heap profile to $tmp/sig/p\.000[1-3]\.heap (signal)$" "$tmp/sig.err")" 3
+eq "signal files" "$(ls "$tmp/sig" | tr '\n' ' ')" "p.0001.heap p.0002.heap p.0003.heap p.0004.heap "
+[ -n "$GO" ] && [ -x "$GO" ] && for f in "$tmp"/sig/*.heap; do
+	"$GO" tool pprof -top "$W" "$f" >/dev/null 2>&1 || fail "go pprof cannot read $f"
+done
+finish
