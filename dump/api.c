@@ -24,14 +24,7 @@ HA_EXPORT const char *heapalloc_version(void)
 HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
 {
 	memset(out, 0, sizeof *out);
-	ha_ensure_init();
-	ha_central_stats(&out->small_spans, &out->small_span_bytes, &out->small_free_bytes);
-	uint64_t tc_bytes = 0;
-	out->thread_caches = ha_tcache_count(&tc_bytes);
-	out->thread_cache_bytes = tc_bytes;
-	out->small_free_bytes += tc_bytes;
-	ha_arena_stats(&out->large_blocks, &out->large_bytes);
-	out->metadata_bytes = ha_meta_bytes();
+	ha_alloc_stats(out);           /* the allocator's half (alloc/entry.c) */
 	uint64_t t[4];
 	ha_prof_totals(t);
 	out->prof_alloc_bytes = t[0];

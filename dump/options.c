@@ -82,9 +82,10 @@ int ha_options_parse_size(const char *s, int64_t *out)
 	if (*p < '0' || *p > '9')
 		return EINVAL;
 	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX / 10))
+		uint64_t d = (uint64_t)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
 			return EINVAL;
-		v = v * 10 + (uint64_t)(*p - '0');
+		v = v * 10 + d;
 	}
 	unsigned shift = 0;
 	switch (*p) {
@@ -105,18 +106,23 @@ int ha_options_parse_size(const char *s, int64_t *out)
 	return 0;
 }
 
-/* gperftools: true for t T y Y 1 and the empty string.  heapalloc also
- * names false explicitly (f F n N 0) and calls anything else junk. */
+/* Spec §5: true for t T y Y 1 and the empty string.  heapalloc also
+ * takes the words true/yes/on and, for false, f F n N 0 false/no/off;
+ * anything else (e.g. "12abc", "2") is junk. */
 int ha_options_parse_bool(const char *s, int64_t *out)
 {
-	if (!*s || strchr("tTyY1", s[0])) {
-		*out = 1;
-		return 0;
-	}
-	if (strchr("fFnN0", s[0])) {
-		*out = 0;
-		return 0;
-	}
+	static const char *const yes[] = { "", "t", "T", "y", "Y", "1", "true", "yes", "on" };
+	static const char *const no[] = { "f", "F", "n", "N", "0", "false", "no", "off" };
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = 0;
+			return 0;
+		}
 	return EINVAL;
 }
 
@@ -202,8 +208,17 @@ void ha_options_load(void)
 		default: err = ha_options_parse_size(v, &x); break;
 		}
 		if (err) {
+			/* one line whatever the value: show at most 64 bytes of it */
+			char shown[80];
+			size_t n = strlen(v);
+			ha_snprintf(shown, sizeof shown, "%s", v);
+			if (n > 64)
+				memcpy(shown + 64, "...", 4);
+			for (char *c = shown; *c; c++)
+				if (*c == '\n' || *c == '\r')
+					*c = '?';
 			ha_log("heapalloc: %s=\"%s\" is not %s; using %lld\n", r->name,
-			       v, type_name(r->type), (long long)r->def);
+			       shown, type_name(r->type), (long long)r->def);
 			continue;
 		}
 		*r->var = x;

@@ -428,8 +428,11 @@ int ha_prof_start(const char *prefix, int from_env)
 	if (!prefix || !*prefix)
 		return EINVAL;
 	size_t pl = strlen(prefix);
-	if (pl > PREFIX_MAX)
+	if (pl > PREFIX_MAX) {
+		ha_log("heapalloc: HEAPPROFILE prefix is too long (%zu bytes, at most %d); "
+		       "not profiling\n", pl, PREFIX_MAX);
 		return ENAMETOOLONG;
+	}
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	ha_ensure_init();
