@@ -10,7 +10,7 @@
  * the result would go negative the allocator calls ha_prof_on_alloc() with
  * ha_tc.sample_left still holding the value from before that allocation,
  * and stores what we return.  So the bytes consumed since our last return
- * are  armed - sample_left + req.  We return
+ * are  armed - sample_left + req.  We return (>= 0; 0 marks the next byte)
  *     min(distance to the next sample, bytes to the next threshold check)
  * and remember how much of it was sampling distance (ts.sdist), so the
  * sampling stays exactly the exponential process of sampler.c while a
@@ -196,7 +196,11 @@ int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 		return (int64_t)1 << 40;
 	ha_prof_busy = 1;
 	ha_helper_ensure();
+	/* alloc/entry.c calls us before storing sample_left - req; accept an
+	 * allocator that stores first too (then the value is negative) */
 	int64_t before = ha_tc.sample_left, consumed;
+	if (before < 0)
+		before += (int64_t)req;
 	uint32_t gen = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
 	if (ts.gen != gen) {
 		ts.gen = gen;
@@ -222,9 +226,11 @@ int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 	ts.tbudget -= consumed;
 	if (ts.tbudget < 0 || (P.d_int > 0 && P.r > 1) || ts.fbudget <= 0)
 		check_thresholds();
+	/* 0 is a valid countdown: "the next byte is marked" (R = 1 records
+	 * every allocation of at least one byte that way) */
 	int64_t c = ts.sdist < ts.tbudget ? ts.sdist : ts.tbudget;
-	if (c < 1)
-		c = 1;
+	if (c < 0)
+		c = 0;
 	ts.armed = c;
 	ha_prof_busy = 0;
 	return c;
@@ -467,7 +473,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	P.first_sdist = ha_sampler_next(P.r);
 	int64_t c = alloc_room(zero);
 	c = c < P.first_sdist ? c : P.first_sdist;
-	P.first_countdown = c < 1 ? 1 : c;
+	P.first_countdown = c < 0 ? 0 : c;
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
 	ha_tcache_reset_countdowns(P.first_countdown);
 	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);

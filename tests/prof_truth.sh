@@ -19,6 +19,7 @@ while read -r site io ib ao ab; do
 	eq "$site alloc_space" "$(flat alloc_space "$f" "$site")" "$ab"
 done <<'END'
 site_keep 1000 1000000 1000 1000000
+site_tiny 1000 1000 1000 1000
 site_free 0 0 500 1000000
 site_half 150 450000 300 900000
 site_thread 1000 4000000 1000 4000000

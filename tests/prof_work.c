@@ -2,7 +2,7 @@
  * (tests/prof_*.sh).  Every call site is a noinline function with a unique
  * name, so `go tool pprof -top` attributes its bytes to exactly that name.
  * Modes (argv[1]):
- *   truth           known amounts per site: kept, freed, half freed,
+ *   truth           known amounts per site: kept, 1-byte, freed, half freed,
  *                   4 threads, C++ new (prof_work_cxx.cc)
  *   sampled         large totals per site for the sampled-estimate test
  *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
@@ -51,6 +51,12 @@ __attribute__((noinline)) void site_keep(int n)
 		keep[i] = malloc(1000);
 }
 
+__attribute__((noinline)) void site_tiny(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[40000 + i] = malloc(1);
+}
+
 __attribute__((noinline)) void site_free(int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -79,6 +85,7 @@ __attribute__((noinline)) static void *site_thread(void *arg)
 static int mode_truth(void)
 {
 	site_keep(1000);
+	site_tiny(1000);
 	site_free(500);
 	site_half(300);
 	pthread_t t[4];
