@@ -2,7 +2,8 @@
  * freeing as fast as they can, 200 times.  Each child mallocs, reallocs and
  * frees across all sizes, starts a thread that does the same, and exits 0;
  * the program's pthread_atfork handlers allocate and free as well; every
- * fourth fork is made from a second thread; the child also calls
+ * fourth fork is made from a second thread; one busy thread keeps calling
+ * malloc_trim and mallinfo2 and makes huge blocks; the child also calls
  * malloc_trim and mallinfo2.
  * A child that deadlocks on a lock held at fork time is killed by its own
  * alarm (SIGALRM) and reported; the whole test has a 60 s alarm too. */
@@ -31,9 +32,17 @@ static void *busy(void *arg)
 		unsigned i = r % 256;
 		free(keep[i]);
 		size_t n = (r >> 8) % 64 == 0 ? 40000 + (r >> 20) % 200000 : 1 + (r >> 20) % 2048;
+		if ((r >> 8) % 512 == 1)
+			n = ((size_t)1 << 20) + (r >> 30) % (2 << 20); /* huge blocks too */
 		keep[i] = (r >> 40) % 8 == 0 ? memalign(64, n) : malloc(n);
 		if (keep[i])
 			((char *)keep[i])[n - 1] = 1;
+		if ((uintptr_t)arg == 1 && (r >> 50) % 256 == 0) {
+			/* whole-heap calls take every lock there is */
+			malloc_trim(0);
+			struct mallinfo2 m = mallinfo2();
+			(void)m;
+		}
 	}
 	for (int i = 0; i < 256; i++)
 		free(keep[i]);
