@@ -118,8 +118,13 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
 	size_t j = (h >> 6) & st->mask;
 	while (st->s[j].addr && st->s[j].addr != p)
 		j = (j + 1) & st->mask;
-	if (!st->s[j].addr)
+	if (!st->s[j].addr) {
 		st->used++;
+	} else {              /* a free we never saw: count it freed now */
+		ha_bucket *ob = st->s[j].b;
+		__atomic_fetch_add(&ob->free_bytes, st->s[j].req, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ob->free_count, 1, __ATOMIC_RELEASE);
+	}
 	st->s[j].addr = p;
 	st->s[j].b = b;
 	st->s[j].req = req;

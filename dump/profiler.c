@@ -61,6 +61,8 @@ static struct {
 	char prefix[PREFIX_MAX + 1];
 } P;
 
+static HA_TLS int fork_window;  /* this thread holds every lock (prefork) */
+
 /* per-thread view of the countdown */
 static HA_TLS struct {
 	uint32_t gen;
@@ -238,8 +240,15 @@ int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 
 void ha_prof_on_free(void *p, size_t req)
 {
-	if (ha_prof_busy)
+	/* forget the object even when this thread is inside the profiler
+	 * (its address may come back, and a stale entry would stay "in use"
+	 * forever); only the fork window, where we hold every lock, skips */
+	if (HA_UNLIKELY(fork_window))
 		return;
+	if (ha_prof_busy) {
+		ha_objmap_remove((uintptr_t)p);
+		return;
+	}
 	ha_prof_busy = 1;
 	ha_objmap_remove((uintptr_t)p);
 	if (P.running && P.d_int > 0 && ts.gen == P.gen) {
@@ -512,6 +521,7 @@ void ha_prof_stop(void)
 void ha_prof_prefork(void)
 {
 	ha_prof_busy++;
+	fork_window = 1;
 	pthread_mutex_lock(&ha_prof_dump_lock);
 	ha_table_lock();
 	ha_objmap_lock_all();
@@ -531,6 +541,7 @@ void ha_prof_postfork(int child)
 		ha_table_unlock();
 		pthread_mutex_unlock(&ha_prof_dump_lock);
 	}
+	fork_window = 0;
 	ha_prof_busy--;
 }
 
