@@ -61,16 +61,20 @@ static const opt_row rows[] = {
 	  "at start, remove earlier PREFIX.NNNN.heap files of this naming" },
 };
 
-const char *ha_options_env(const char *name)
+static const char *env_lookup(char *const *e, const char *name)
 {
 	size_t n = strlen(name);
-	char **e = environ;
 	if (!e)
 		return NULL;
 	for (; *e; e++)
 		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
 			return *e + n + 1;
 	return NULL;
+}
+
+const char *ha_options_env(const char *name)
+{
+	return env_lookup(environ, name);
 }
 
 /* Decimal with an optional binary suffix: k K m M g G t T, optionally
@@ -183,9 +187,14 @@ static const char *type_name(opt_type t)
 
 void ha_options_load(void)
 {
+	ha_options_load_from(environ);
+}
+
+void ha_options_load_from(char *const *env)
+{
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const opt_row *r = &rows[i];
-		const char *v = ha_options_env(r->name);
+		const char *v = env_lookup(env, r->name);
 		if (r->present)
 			*r->present = v != NULL;
 		if (r->type == OPT_STR) {

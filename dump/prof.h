@@ -52,6 +52,8 @@ typedef struct ha_prof_options {
 extern ha_prof_options ha_prof_opt;
 /* Parse environ into ha_prof_opt; junk values get one line and the default. */
 void ha_options_load(void);
+/* The same over any environment array (the fuzz target's seam). */
+void ha_options_load_from(char *const *env);
 /* Parse one value by type; 0 ok, EINVAL junk.  Exposed for the unit test. */
 int ha_options_parse_size(const char *s, int64_t *out);
 int ha_options_parse_bool(const char *s, int64_t *out);
@@ -127,6 +129,8 @@ void ha_out_str(ha_out *o, const char *s);
 void ha_out_u64(ha_out *o, uint64_t v, int width);
 void ha_out_hex(ha_out *o, uintptr_t v);
 int ha_out_flush(ha_out *o);
+/* Copy a /proc/self/maps stream from fd to o, 4th perm char -> 'p'. */
+void ha_writer_maps_copy(ha_out *o, int fd);
 /* Write the whole profile (header, lines, memory map) to o. */
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */

@@ -125,14 +125,8 @@ static void out_counts(ha_out *o, uint64_t io, uint64_t ib, uint64_t ao, uint64_
 }
 
 /* Copy /proc/self/maps, normalising the 4th permission character. */
-static void out_maps(ha_out *o)
+void ha_writer_maps_copy(ha_out *o, int fd)
 {
-	int fd;
-	do
-		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return;
 	char buf[8192];
 	int field = 0, col = 0;    /* position within the current line */
 	for (;;) {
@@ -156,6 +150,17 @@ static void out_maps(ha_out *o)
 		}
 		ha_out_bytes(o, buf, (size_t)n);
 	}
+}
+
+static void out_maps(ha_out *o)
+{
+	int fd;
+	do
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return;
+	ha_writer_maps_copy(o, fd);
 	close(fd);
 }
 
