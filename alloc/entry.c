@@ -248,7 +248,7 @@ static inline void prof_forget_small(ha_span *s, uint32_t idx, void *p)
 	}
 }
 
-static void free_prof_small(ha_span *s, void *p)
+static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
 	prof_forget_small(s, block_index(s, p), p);
 	push_checked(s->cls, p);
@@ -404,16 +404,22 @@ void *ha_realloc(void *p, size_t n)
 
 HA_EXPORT void *malloc(size_t n)
 {
-	if (HA_LIKELY(n <= HA_SMALL_MAX && !ha_prof_active))
-		return small_pop(ha_size_to_class(n), n);
+	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
+		if (HA_LIKELY(!ha_prof_active))
+			return small_pop(ha_size_to_class(n), n);
+		return malloc_prof_small(n);
+	}
 	return malloc_slow(n);
 }
 
 HA_EXPORT void free(void *p)
 {
 	ha_span *s = ha_pagemap_get(p);
-	if (HA_LIKELY(s && !ha_prof_active)) {
-		small_push(s, p);
+	if (HA_LIKELY(s != NULL)) {
+		if (HA_LIKELY(!ha_prof_active))
+			small_push(s, p);
+		else
+			free_prof_small(s, p);
 		return;
 	}
 	free_slow(p, s);
