@@ -267,6 +267,45 @@ static void containers()
 	CHECK_EQ(bad, 0);
 }
 
+// Mixing the C and C++ interfaces is undefined by the standard but works
+// with glibc and libstdc++ (one heap behind both), and real programs do it.
+static void mixing()
+{
+	static const size_t sizes[] = { 1, 100, 5000, 40000, 3 << 20 };
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		size_t n = sz(sizes[i]);
+		void *p = ::operator new(n);
+		use(p, n, 5);
+		p = realloc(p, n * 2);
+		REQUIRE(p != nullptr);
+		free(p);
+		p = malloc(n);
+		REQUIRE(p != nullptr);
+		::operator delete(p);
+		p = ::operator new(n, std::align_val_t(256));
+		CHECK_EQ((uintptr_t)p % 256, 0);
+		free(p);
+	}
+}
+
+// Exceptions are allocated with malloc (__cxa_allocate_exception).
+struct Payload {
+	std::string text;
+	std::vector<int> data;
+};
+static void exceptions()
+{
+	long caught = 0;
+	for (int i = 0; i < 20000; i++) {
+		try {
+			throw Payload{ std::string((size_t)(i % 3000), 'e'), std::vector<int>((size_t)(i % 700), i) };
+		} catch (const Payload &e) {
+			caught += e.text.size() == (size_t)(i % 3000) && e.data.size() == (size_t)(i % 700);
+		}
+	}
+	CHECK_EQ(caught, 20000);
+}
+
 int main()
 {
 	plain_forms();
@@ -277,5 +316,7 @@ int main()
 	over_aligned<65536>();
 	failures();
 	containers();
+	mixing();
+	exceptions();
 	return CHECK_DONE();
 }
