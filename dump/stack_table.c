@@ -154,7 +154,7 @@ ha_line *ha_table_snapshot(size_t *n)
 			ha_line *l = &lines[k++];
 			l->b = b;
 			/* frees first: a line never shows more freed than allocated */
-			l->free_count = __atomic_load_n(&b->free_count, __ATOMIC_RELAXED);
+			l->free_count = __atomic_load_n(&b->free_count, __ATOMIC_ACQUIRE);
 			l->free_bytes = __atomic_load_n(&b->free_bytes, __ATOMIC_RELAXED);
 			l->alloc_count = __atomic_load_n(&b->alloc_count, __ATOMIC_ACQUIRE);
 			l->alloc_bytes = __atomic_load_n(&b->alloc_bytes, __ATOMIC_RELAXED);
