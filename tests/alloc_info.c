@@ -1,5 +1,6 @@
 /* alloc_info — the introspection and tuning entry points: mallopt accepts
- * glibc's parameters (and ignores what means nothing here); mallinfo2 and
+ * glibc's parameters (and ignores what means nothing here), with glibc's
+ * return values at the edges; mallinfo2 and
  * mallinfo report numbers that follow live allocations; malloc_stats prints
  * sane text that accounts for a large live block; malloc_trim returns freed
  * memory to the OS (resident set size drops). */
@@ -29,6 +30,12 @@ static void test_mallopt(void)
 	CHECK_EQ(mallopt(M_ARENA_TEST, 8), 1);
 	CHECK_EQ(mallopt(M_PERTURB, 0), 1);
 	CHECK_EQ(mallopt(M_CHECK_ACTION, 3), 1);
+	/* glibc's edges: a parameter it does not know is accepted (1); M_MXFAST
+	 * beyond its maximum (80 * sizeof(size_t) / 4) is refused (0) */
+	CHECK_EQ(mallopt(99, 1), 1);
+	CHECK_EQ(mallopt(-42, 1), 1);
+	CHECK_EQ(mallopt(M_MXFAST, 1000), 0);
+	CHECK_EQ(mallopt(M_MXFAST, 64), 1);
 	/* and the allocator still works */
 	void *p = malloc(1000), *q = malloc(1 << 20);
 	CHECK(p != NULL && q != NULL);
