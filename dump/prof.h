@@ -73,6 +73,12 @@ void ha_stack_init(void);
 /* Capture up to max return addresses starting at the caller of the
  * allocator entry point.  No lock may be held.  Returns the depth. */
 int ha_stack_capture(uintptr_t *pcs, int max);
+/* Static links: learn heapalloc's functions by probing every entry point
+ * once (call right after profiling turns on, no lock held).  1 if it ran
+ * (its allocations then count in the allocator's totals). */
+int ha_stack_calibrate(void);
+int ha_stack_calibrating(void);
+void ha_stack_calibrate_frame(void);
 
 /* ---- stack_table.c --------------------------------------------------------- */
 typedef struct ha_bucket {

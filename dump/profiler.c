@@ -194,6 +194,10 @@ static void record_sample(void *p, size_t req, int *sampled)
 int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 {
 	*sampled = 0;
+	if (HA_UNLIKELY(ha_stack_calibrating())) {
+		ha_stack_calibrate_frame();
+		return 0;
+	}
 	if (ha_prof_busy || !P.running)
 		return (int64_t)1 << 40;
 	ha_prof_busy = 1;
@@ -489,6 +493,11 @@ int ha_prof_start(const char *prefix, int from_env)
 	__atomic_store_n(&ha_prof_active, 1, __ATOMIC_RELEASE);
 	ha_log("Starting tracking the heap\n");
 	pthread_mutex_unlock(&ha_prof_dump_lock);
+	if (ha_stack_calibrate()) {   /* static links only; no lock held */
+		pthread_mutex_lock(&ha_prof_dump_lock);
+		ha_tcache_prof_totals(P.base);   /* the probe's blocks do not count */
+		pthread_mutex_unlock(&ha_prof_dump_lock);
+	}
 	if (ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0) {
 		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal);
 	}

@@ -27,15 +27,45 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <malloc.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dump/prof.h"
 
-#define MAX_RANGES 16
+#define MAX_RANGES 64
 
 static struct range { uintptr_t lo, hi; } ranges[MAX_RANGES];
 static int nranges;
 static int stack_ready;
+static int static_mode;           /* heapalloc linked into the program */
+static int calibrated;
+static HA_TLS int calibrating;
+static uintptr_t probe_lo, probe_hi;
+
+static void add_range(uintptr_t lo, uintptr_t hi)
+{
+	for (int i = 0; i < nranges; i++)
+		if (lo >= ranges[i].lo && hi <= ranges[i].hi)
+			return;
+	if (nranges < MAX_RANGES) {
+		ranges[nranges].lo = lo;
+		ranges[nranges].hi = hi;
+		__atomic_store_n(&nranges, nranges + 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* The whole function holding ip, from its unwind (FDE) bounds. */
+static int function_range(uintptr_t ip, uintptr_t *lo, uintptr_t *hi)
+{
+	unw_proc_info_t pi;
+	if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)ip, &pi, NULL) != 0 ||
+	    pi.end_ip <= pi.start_ip)
+		return 0;
+	*lo = (uintptr_t)pi.start_ip;
+	*hi = (uintptr_t)pi.end_ip;
+	return 1;
+}
 
 struct find_ctx { uintptr_t base; };
 
@@ -101,21 +131,108 @@ void ha_stack_init(void)
 	dl_iterate_phdr(first_object, &main_bias);
 	dl_iterate_phdr(find_by_addr, self);
 	nranges = 0;
-	if (self[2] && self[1] != main_bias) {
+	if (self[2] && self[1] != main_bias)
 		add_object_of((const void *)&ha_stack_init);
-	} else {
-		/* heapalloc linked statically into the program: its text is the
-		 * program's.  Drop frames up to and including this file's
-		 * caller chain by depth instead (see ha_stack_capture). */
-	}
+	else
+		static_mode = 1;      /* our text is the program's: see calibrate */
 	add_object_of((const void *)&unw_backtrace);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	stack_ready = 1;
 }
 
+/* ---- static links ---------------------------------------------------------
+ * Linked statically, heapalloc's functions sit in the program's own text,
+ * so the object's range would drop the program's frames too.  Instead we
+ * learn the exact functions on every allocation path: the probe below calls
+ * each entry point with the countdown at 0 (ha_prof_on_alloc returns 0 and
+ * calls ha_stack_calibrate_frame while `calibrating`), and every frame
+ * between the unwinder and the probe adds its whole function (FDE bounds)
+ * to the ranges.  Entry points the program did not link in are weak. */
+extern void *_Znwm(size_t) __attribute__((weak));
+extern void *_Znam(size_t) __attribute__((weak));
+extern void _ZdlPv(void *) __attribute__((weak));
+extern void _ZdaPv(void *) __attribute__((weak));
+
+int ha_stack_calibrating(void)
+{
+	return calibrating;
+}
+
+void ha_stack_calibrate_frame(void)
+{
+	void *raw[64];
+	int n = unw_backtrace(raw, 64);
+	for (int i = 0; i < n; i++) {
+		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
+		if (pc >= probe_lo && pc < probe_hi)
+			break;
+		if (function_range(pc, &lo, &hi))
+			add_range(lo, hi);
+	}
+}
+
+__attribute__((noinline)) static void probe(void)
+{
+	void *volatile p;
+	void *q = NULL;
+	p = malloc(24);
+	free(p);
+	p = malloc(100000);
+	free(p);
+	p = malloc(64u << 20);
+	free(p);
+	p = calloc(3, 40);
+	p = realloc(p, 5000);
+	p = realloc(p, 200000);
+	free(p);
+	p = calloc(1, 100000);
+	free(p);
+	if (posix_memalign(&q, 64, 100) == 0)
+		free(q);
+	p = aligned_alloc(64, 128);
+	free(p);
+	p = memalign(4096, 10000);
+	free(p);
+	p = valloc(100);
+	free(p);
+	p = pvalloc(100);
+	free(p);
+	p = reallocarray(NULL, 10, 10);
+	free(p);
+	if (_Znwm && _ZdlPv) {
+		p = _Znwm(32);
+		_ZdlPv(p);
+	}
+	if (_Znam && _ZdaPv) {
+		p = _Znam(32);
+		_ZdaPv(p);
+	}
+	__asm__ volatile("" ::: "memory");
+}
+
+int ha_stack_calibrate(void)
+{
+	if (!static_mode || calibrated)
+		return 0;
+	calibrated = 1;
+	uintptr_t lo, hi;
+	if (!function_range((uintptr_t)&probe, &lo, &hi))
+		return 0;
+	probe_lo = lo;
+	probe_hi = hi;
+	if (function_range((uintptr_t)&ha_stack_capture, &lo, &hi))
+		add_range(lo, hi);    /* on the sampling path, not on the probe's */
+	calibrating = 1;
+	ha_tc.sample_left = 0;        /* every probe allocation calls us */
+	probe();
+	calibrating = 0;
+	return 1;
+}
+
 static inline int ours(uintptr_t pc)
 {
-	for (int i = 0; i < nranges; i++)
+	int n = __atomic_load_n(&nranges, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
 		if (pc - ranges[i].lo < ranges[i].hi - ranges[i].lo)
 			return 1;
 	return 0;

@@ -2,7 +2,7 @@
 # Environment from the harness: top_builddir top_srcdir GO GOOGLE_PPROF
 # CARGO HA_LIB.  Exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
-W="$top_builddir/tests/prof_work"
+W="${PROF_WORK:-$top_builddir/tests/prof_work}"
 [ -x "$W" ] || { echo "missing $W"; exit 99; }
 GO=${GO:-$(command -v go || true)}
 GOOGLE_PPROF=${GOOGLE_PPROF:-$(command -v google-pprof || true)}
