@@ -322,16 +322,27 @@ static int dump_locked(const char *reason)
 	return err;
 }
 
-int ha_prof_dump(const char *reason, int automatic)
+/* reason NULL: a time dump, whose reason needs the last dump's time,
+ * read under the lock. */
+static int dump_now(const char *reason, int automatic)
 {
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	pthread_mutex_lock(&ha_prof_dump_lock);
 	int err = EINVAL;
 	if (P.running) {
+		char buf[64];
+		if (!reason) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long long secs = (long long)(now.tv_sec - P.last_time.tv_sec) +
+					 (now.tv_nsec >= P.last_time.tv_nsec ? 0 : -1);
+			ha_snprintf(buf, sizeof buf, "%lld sec since the last dump", secs);
+			reason = buf;
+		}
 		uint64_t t[4];
 		ha_prof_totals(t);
-		err = dump_locked(reason ? reason : "");
+		err = dump_locked(reason);
 		if (automatic) {
 			P.last_alloc = t[0];
 			P.last_free = t[2];
@@ -344,15 +355,14 @@ int ha_prof_dump(const char *reason, int automatic)
 	return err;
 }
 
+int ha_prof_dump(const char *reason, int automatic)
+{
+	return dump_now(reason ? reason : "", automatic);
+}
+
 void ha_prof_time_dump(void)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	char reason[64];
-	ha_snprintf(reason, sizeof reason, "%lld sec since the last dump",
-		    (long long)(now.tv_sec - P.last_time.tv_sec +
-				(now.tv_nsec >= P.last_time.tv_nsec ? 0 : -1)));
-	ha_prof_dump(reason, 1);
+	dump_now(NULL, 1);
 }
 
 uint64_t ha_prof_dumps(void)

@@ -1,0 +1,121 @@
+/* tests/prof_unit.c — unit tier for dump/: the sampler's distribution, the
+ * option parsers and the stack table's size keys, compiled straight from
+ * the sources (tests/prof.am) with stand-ins for the allocator's raw memory,
+ * so no allocator and no profiler state is involved.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "dump/prof.h"
+#include "tests/check.h"
+
+/* stand-ins for alloc/ (this program is not linked with the library) */
+void *ha_raw_malloc(size_t n) { return malloc(n); }
+void *ha_raw_calloc(size_t n, size_t m) { return calloc(n, m); }
+void ha_raw_free(void *p) { free(p); }
+
+static void sampler(void)
+{
+	const int64_t r = 524288;
+	const int n = 400000;
+	double sum = 0;
+	int below4k = 0, below1m = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t d = ha_sampler_next(r);
+		CHECK_GE(d, 0);
+		sum += (double)d;
+		below4k += d < 4096;
+		below1m += d < (1 << 20);
+	}
+	/* mean R: sigma of the mean is R/sqrt(n) = 0.16% of R */
+	double mean = sum / n;
+	CHECK(fabs(mean - r) < 0.01 * r);
+	/* P(d < S) = 1 - exp(-S/R): 0.78% for 4 KiB, 86.5% for 1 MiB */
+	double p4k = (double)below4k / n, p1m = (double)below1m / n;
+	CHECK(fabs(p4k - (1 - exp(-4096.0 / r))) < 0.001);
+	CHECK(fabs(p1m - (1 - exp(-2.0))) < 0.005);
+	CHECK_EQ(ha_sampler_next(1), 0);
+	CHECK_EQ(ha_sampler_next(0), 0);
+}
+
+static void options(void)
+{
+	int64_t v;
+	CHECK_EQ(ha_options_parse_size("524288", &v), 0);
+	CHECK_EQ(v, 524288);
+	CHECK_EQ(ha_options_parse_size("64M", &v), 0);
+	CHECK_EQ(v, 64 << 20);
+	CHECK_EQ(ha_options_parse_size("1g", &v), 0);
+	CHECK_EQ(v, 1 << 30);
+	CHECK_EQ(ha_options_parse_size("512KiB", &v), 0);
+	CHECK_EQ(v, 512 << 10);
+	CHECK_EQ(ha_options_parse_size("0", &v), 0);
+	CHECK_EQ(v, 0);
+	const char *junk[] = { "", "abc", "-1", "12abc", "0x10", " 12", "1.5", "8E",
+			       "18446744073709551616", "18446744073709551617",
+			       "9223372036854775808", "16777216T" };
+	for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+		CHECK_EQ(ha_options_parse_size(junk[i], &v), EINVAL);
+	CHECK_EQ(ha_options_parse_size("9223372036854775807", &v), 0);
+	CHECK_EQ(v, INT64_MAX);
+
+	const char *yes[] = { "", "t", "T", "y", "Y", "1", "true", "yes" };
+	const char *no[] = { "f", "F", "n", "N", "0", "false", "no" };
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+		CHECK_EQ(ha_options_parse_bool(yes[i], &v), 0);
+		CHECK_EQ(v, 1);
+	}
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+		CHECK_EQ(ha_options_parse_bool(no[i], &v), 0);
+		CHECK_EQ(v, 0);
+	}
+	CHECK_EQ(ha_options_parse_bool("12abc", &v), EINVAL);
+	CHECK_EQ(ha_options_parse_bool("2", &v), EINVAL);
+
+	CHECK_EQ(ha_options_parse_signal("SIGUSR2", &v), 0);
+	CHECK_EQ(v, SIGUSR2);
+	CHECK_EQ(ha_options_parse_signal("usr1", &v), 0);
+	CHECK_EQ(v, SIGUSR1);
+	CHECK_EQ(ha_options_parse_signal("12", &v), 0);
+	CHECK_EQ(v, 12);
+	CHECK_EQ(ha_options_parse_signal("RTMIN+1", &v), 0);
+	CHECK_EQ(v, SIGRTMIN + 1);
+	const char *badsig[] = { "", "0", "9", "SIGKILL", "SIGSTOP", "99", "NOSUCHSIG", "12abc", "1k" };
+	for (size_t i = 0; i < sizeof badsig / sizeof badsig[0]; i++)
+		CHECK_EQ(ha_options_parse_signal(badsig[i], &v), EINVAL);
+}
+
+static void size_keys(void)
+{
+	/* one key per size below 16; above, sizes within 1/8 share a key */
+	for (size_t s = 0; s < 16; s++)
+		CHECK_EQ(ha_table_size_key(s), s);
+	CHECK_EQ(ha_table_size_key(1000), ha_table_size_key(1023));
+	CHECK_NE(ha_table_size_key(1023), ha_table_size_key(1024));
+	CHECK_NE(ha_table_size_key(4096), ha_table_size_key(65536));
+	uint32_t prev = 0;
+	for (size_t s = 1; s < (1u << 24); s += s / 7 + 1) {
+		uint32_t k = ha_table_size_key(s);
+		CHECK_GE(k, prev);              /* monotonic */
+		prev = k;
+	}
+	/* every key spans sizes within 1/8 of each other */
+	for (size_t s = 16; s < (1u << 20); s = s * 9 / 8 + 1) {
+		size_t lo = s, hi = s;
+		while (lo > 16 && ha_table_size_key(lo - 1) == ha_table_size_key(s))
+			lo--;
+		while (ha_table_size_key(hi + 1) == ha_table_size_key(s))
+			hi++;
+		CHECK_LE((hi - lo + 1) * 8, lo + 8);
+	}
+}
+
+int main(void)
+{
+	sampler();
+	options();
+	size_keys();
+	return CHECK_DONE();
+}
