@@ -228,6 +228,27 @@ static void test_big_possible(void)
 	}
 }
 
+/* More big-but-not-huge blocks at once than any reserved arena holds:
+ * 6000 blocks of 512-600 KiB (3.3 GB of address space), the aligned half
+ * included; both ends of each keep their bytes. */
+static void test_many_large(void)
+{
+	enum { N = 6000 };
+	static unsigned char *v[N];
+	size_t bad = 0;
+	for (int i = 0; i < N; i++) {
+		v[i] = i % 2 ? malloc(512 << 10) : memalign(65536, 600 << 10);
+		REQUIRE(v[i] != NULL);
+		v[i][0] = (unsigned char)i;
+		v[i][(512 << 10) - 1] = (unsigned char)(i >> 3);
+	}
+	for (int i = 0; i < N; i++) {
+		bad += v[i][0] != (unsigned char)i || v[i][(512 << 10) - 1] != (unsigned char)(i >> 3);
+		free(v[i]);
+	}
+	CHECK_EQ(bad, 0);
+}
+
 int main(void)
 {
 	test_malloc_huge();
@@ -236,5 +257,6 @@ int main(void)
 	test_calloc();
 	test_realloc_huge_keeps_block();
 	test_big_possible();
+	test_many_large();
 	return CHECK_DONE();
 }
