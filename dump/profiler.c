@@ -198,8 +198,10 @@ int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 		ha_stack_calibrate_frame();
 		return 0;
 	}
-	if (ha_prof_busy || !P.running)
-		return (int64_t)1 << 40;
+	if (!P.running)
+		return (int64_t)1 << 40;  /* stopped: the next start resets it */
+	if (ha_prof_busy)               /* our own allocation: never sampled, */
+		return 0;               /* and the next one calls us again */
 	ha_prof_busy = 1;
 	ha_helper_ensure();
 	/* alloc/entry.c calls us before storing sample_left - req; accept an
