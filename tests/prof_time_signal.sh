@@ -19,4 +19,13 @@ eq "signal files" "$(ls "$tmp/sig" | tr '\n' ' ')" "p.0001.heap p.0002.heap p.00
 [ -n "$GO" ] && [ -x "$GO" ] && for f in "$tmp"/sig/*.heap; do
 	"$GO" tool pprof -top "$W" "$f" >/dev/null 2>&1 || fail "go pprof cannot read $f"
 done
+
+# starting the helper thread (it allocates) must not stop the main thread's
+# sampling: R=1 with a signal configured still counts every object
+if [ -n "$GO" ] && [ -x "$GO" ]; then
+	mkdir "$tmp/helper"
+	HEAPPROFILE="$tmp/helper/p" HEAPPROFILESIGNAL=SIGUSR2 HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" truth 2>/dev/null ||
+		fail "truth with a signal exited $?"
+	eq "site_keep objects with the helper running" "$(flat inuse_objects "$tmp/helper/p.0001.heap" site_keep)" 1000
+fi
 finish
