@@ -1,0 +1,21 @@
+#!/bin/sh
+# A setuid program ignores HEAPPROFILE with a warning and writes nothing
+# (spec §5).  Needs root (to make a setuid copy) and setpriv (to run it as
+# nobody); skips otherwise, or when the temp dir is mounted nosuid.
+. "$top_srcdir/tests/prof_lib.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: not root"; exit 77; }
+SETPRIV=$(command -v setpriv || true)
+[ -n "$SETPRIV" ] || { echo "SKIP: setpriv not found"; exit 77; }
+chmod 755 "$tmp"
+cp "$W" "$tmp/work_suid" && chmod 4755 "$tmp/work_suid" || exit 99
+mkdir "$tmp/out" && chmod 777 "$tmp/out"
+"$SETPRIV" --reuid=65534 --regid=65534 --clear-groups env HEAPPROFILE="$tmp/out/p" \
+	"$tmp/work_suid" exit >"$tmp/stdout" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 127 ] || [ $rc -eq 126 ] && { echo "SKIP: cannot run as nobody here ($rc)"; exit 77; }
+grep -q 'Starting tracking' "$tmp/err" && ! grep -q 'setuid' "$tmp/err" &&
+	{ echo "SKIP: setuid bit not honoured here (nosuid mount?)"; exit 77; }
+eq "exit status" "$rc" 0
+eq "warning lines" "$(grep -c '^heapalloc: HEAPPROFILE ignored in a setuid/setgid program$' "$tmp/err")" 1
+eq "files written" "$(ls "$tmp/out" | wc -l | tr -d ' ')" 0
+finish
