@@ -7,7 +7,7 @@
 mkdir "$tmp/time"
 HEAPPROFILE="$tmp/time/p" HEAP_PROFILE_TIME_INTERVAL=1 "$W" sleep 2500 2>"$tmp/time.err" || fail "sleep exited $?"
 n=$(grep -c "^Dumping heap profile to $tmp/time/p\.[0-9]*\.heap ([0-9]* sec since the last dump)$" "$tmp/time.err")
-[ "$n" -ge 2 ] && [ "$n" -le 3 ] || fail "time dumps: $n, want 2 (3 on a slow machine): $(cat "$tmp/time.err")"
+[ "$n" -ge 1 ] && [ "$n" -le 3 ] || fail "time dumps: $n, want 2 (1-3 on a loaded machine): $(cat "$tmp/time.err")"
 grep -q "(1 sec since the last dump)" "$tmp/time.err" || fail "no '1 sec since the last dump'"
 last=$(ls "$tmp/time" | sort | tail -1)
 grep -q "^Dumping heap profile to $tmp/time/$last (Exiting" "$tmp/time.err" || fail "the exit dump is not the last file"
