@@ -1,6 +1,7 @@
 /* tests/prof_unit.c — unit tier for dump/: the sampler's distribution, the
  * option parsers and the stack table's size keys, compiled straight from
  * the sources (tests/prof.am) with stand-ins for the allocator's raw memory,
+ * plus the object map (probe runs, deletion, growth) against a reference,
  * so no allocator and no profiler state is involved.
  */
 #include <errno.h>
@@ -112,10 +113,82 @@ static void size_keys(void)
 	}
 }
 
+/* The object map against a reference: random inserts and removes of
+ * clustered addresses (long probe runs, wrap-around, growth), every bucket's
+ * freed counts equal to what was removed, the table's snapshot consistent. */
+static void objmap_and_table(void)
+{
+	REQUIRE(ha_table_init() == 0);
+	REQUIRE(ha_objmap_init() == 0);
+	enum { NB = 8, NA = 20000 };
+	ha_bucket *b[NB];
+	uintptr_t pcs[3] = { 0x1000, 0x2000, 0x3000 };
+	ha_table_lock();
+	for (int i = 0; i < NB; i++) {
+		pcs[0] = 0x1000 + (uintptr_t)i;
+		b[i] = ha_table_record(pcs, 3, 100);
+		REQUIRE(b[i] != NULL);
+	}
+	/* same stack and size key: the same bucket; another size: another */
+	pcs[0] = 0x1000;
+	CHECK(ha_table_record(pcs, 3, 101) == b[0]);
+	CHECK(ha_table_record(pcs, 3, 100000) != b[0]);
+	ha_table_unlock();
+
+	static int live[NA];            /* bucket index + 1, or 0 */
+	uint64_t removed[NB] = { 0 }, inserted[NB] = { 0 };
+	uint64_t x = 88172645463325252ull;
+	for (int step = 0; step < 400000; step++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		int a = (int)(x % NA);
+		uintptr_t addr = 0x7f0000000000ull + (uintptr_t)a * 16;
+		if (live[a]) {
+			CHECK_EQ(ha_objmap_remove(addr), 1);
+			removed[live[a] - 1]++;
+			live[a] = 0;
+		} else {
+			int k = (int)((x >> 32) % NB);
+			CHECK_EQ(ha_objmap_insert(addr, b[k], 1), 0);
+			inserted[k]++;
+			live[a] = k + 1;
+		}
+		if (step % 50000 == 0)      /* an address never inserted */
+			CHECK_EQ(ha_objmap_remove(0x100000000ull + (uintptr_t)step * 16), 0);
+	}
+	uint64_t objs, mem, nlive = 0;
+	for (int a = 0; a < NA; a++)
+		nlive += live[a] != 0;
+	ha_objmap_stats(&objs, &mem);
+	CHECK_EQ(objs, nlive);
+	for (int k = 0; k < NB; k++) {
+		CHECK_EQ(b[k]->free_count, removed[k]);
+		CHECK_EQ(b[k]->free_bytes, removed[k]);
+	}
+	for (int a = 0; a < NA; a++)    /* every live one is still found */
+		if (live[a])
+			CHECK_EQ(ha_objmap_remove(0x7f0000000000ull + (uintptr_t)a * 16), 1);
+	ha_objmap_stats(&objs, &mem);
+	CHECK_EQ(objs, 0);
+	size_t n = 0;
+	ha_table_lock();
+	ha_line *lines = ha_table_snapshot(&n);
+	ha_table_unlock();
+	CHECK_EQ(n, NB + 1);
+	free(lines);
+	(void)inserted;
+	ha_table_lock();
+	ha_objmap_lock_all();
+	ha_objmap_destroy();
+	ha_table_destroy();
+	ha_objmap_unlock_all();
+	ha_table_unlock();
+}
+
 int main(void)
 {
 	sampler();
 	options();
 	size_keys();
+	objmap_and_table();
 	return CHECK_DONE();
 }
