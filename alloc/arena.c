@@ -16,6 +16,7 @@
 #include <string.h>
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
+#define HA_ARENA_RESERVE ((size_t)8 << 30)
 
 typedef struct lhdr {
 	uint64_t req;        /* requested size | HA_LARGE_SAMPLED | tracked bit */
@@ -37,8 +38,23 @@ void ha_arena_init(void)
 	mi_option_disable(mi_option_verbose);
 }
 
+/* Reserve (not commit) address space as a mimalloc arena, so spans and
+ * large blocks keep coming from one stable range: mimalloc's own OS
+ * allocations move to fresh addresses each time (an aligned hint that only
+ * grows), and every new 64 MiB region costs the page map a leaf that is
+ * never freed.  Done at the first span, after a first mi_malloc: our init
+ * can run inside another library's constructor before mimalloc's, when its
+ * arena code is not ready (mi_malloc is, and initialises mimalloc). */
+static void reserve_arena(void)
+{
+	mi_free(mi_malloc(1));
+	mi_reserve_os_memory(HA_ARENA_RESERVE, false, false);
+}
+
 void *ha_arena_span_alloc(size_t bytes)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, reserve_arena);
 	return mi_malloc_aligned(bytes, HA_PAGE_SIZE);
 }
 

@@ -21,9 +21,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define SPAN_POOL_BYTES ((size_t)16 << 20)
+#define SPAN_POOL_BYTES ((size_t)4 << 20)
 
-#define TRANSFER_SLOTS 64
+#define TRANSFER_SLOTS 16
+/* All classes' transfer caches together hold at most this much: objects
+ * past it go back to their spans, so a heap that shrank can shrink. */
+#define TRANSFER_BYTES ((uint64_t)8 << 20)
+static uint64_t transfer_bytes;   /* atomic */
 
 typedef struct central {
 	pthread_mutex_t lock;
@@ -250,6 +254,7 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 	if (want == ha_class_batch[cls] && c->nbatches) {
 		*head = c->batches[--c->nbatches];
 		c->free_objs -= want;
+		__atomic_fetch_sub(&transfer_bytes, (uint64_t)want * ha_class_size[cls], __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&c->lock);
 		return want;
 	}
@@ -301,14 +306,17 @@ static void release_dead(ha_span *dead)
 	}
 }
 
-void ha_central_release(unsigned cls, void *head, unsigned n)
+void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans)
 {
 	central *c = &centrals[cls];
 	ha_span *dead = NULL;
 	pthread_mutex_lock(&c->lock);
-	if (n == ha_class_batch[cls] && c->nbatches < TRANSFER_SLOTS) {
+	uint64_t bytes = (uint64_t)n * ha_class_size[cls];
+	if (!to_spans && n == ha_class_batch[cls] && c->nbatches < TRANSFER_SLOTS &&
+	    __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES) {
 		c->batches[c->nbatches++] = head;
 		c->free_objs += n;
+		__atomic_fetch_add(&transfer_bytes, bytes, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
@@ -321,15 +329,20 @@ void ha_central_release(unsigned cls, void *head, unsigned n)
 	release_dead(dead);
 }
 
-/* malloc_trim: batches back to spans, then every empty span to mimalloc. */
-void ha_central_trim(void)
+/* Every transfer batch back to its spans; with all_empty, also every empty
+ * span (the one kept per class too) and the span pool. */
+static void drain(int all_empty)
 {
 	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
 		central *c = &centrals[cls];
 		ha_span *dead = NULL;
+		if (!all_empty && !__atomic_load_n(&c->nbatches, __ATOMIC_RELAXED))
+			continue;
 		pthread_mutex_lock(&c->lock);
 		while (c->nbatches) {
 			void *head = c->batches[--c->nbatches];
+			__atomic_fetch_sub(&transfer_bytes, (uint64_t)ha_class_batch[cls] * ha_class_size[cls],
+					   __ATOMIC_RELAXED);
 			while (head) {
 				void *next = *(void **)head;
 				c->free_objs--;      /* to_span counts it back */
@@ -337,9 +350,8 @@ void ha_central_trim(void)
 				head = next;
 			}
 		}
-		ha_span *s = c->partial;
-		while (s) {
-			ha_span *next = s->next;
+		for (ha_span *s = all_empty ? c->partial : NULL, *next; s; s = next) {
+			next = s->next;
 			if (s->nfree == s->carved) {
 				list_remove(c, s);
 				c->nspans--;
@@ -347,12 +359,27 @@ void ha_central_trim(void)
 				s->next = dead;
 				dead = s;
 			}
-			s = next;
 		}
 		pthread_mutex_unlock(&c->lock);
 		release_dead(dead);
 	}
-	pool_drain();
+	if (all_empty)
+		pool_drain();
+}
+
+/* malloc_trim: everything free goes back. */
+void ha_central_trim(void)
+{
+	drain(1);
+}
+
+/* A thread exited: the batches other threads handed over while it ran pin
+ * spans all over the heap, and an exit often ends a phase of the program;
+ * past 1 MiB they go back to their spans. */
+void ha_central_thread_exited(void)
+{
+	if (__atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) > ((uint64_t)1 << 20))
+		drain(0);
 }
 
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes)

@@ -25,6 +25,9 @@
 
 int ha_prof_active;
 uint64_t ha_slow_allocs;
+/* defined in operators.cc: pulls the operators into static links */
+extern const char ha_operators_anchor;
+__attribute__((used)) static const char *const ha_keep_operators = &ha_operators_anchor;
 
 /* ------------------------------------------------------------------ */
 /* small-object primitives                                             */
@@ -125,12 +128,13 @@ static inline uint64_t *big_req(void *p)
 static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 {
 	if (HA_LIKELY(tc->state == 1)) {
+		ha_tnode *nd = tc->node;
 		if (is_free) {
-			BUMP(tc->prof_free_bytes, bytes);
-			BUMP(tc->prof_free_count, 1);
+			BUMP(nd->prof_free_bytes, bytes);
+			BUMP(nd->prof_free_count, 1);
 		} else {
-			BUMP(tc->prof_alloc_bytes, bytes);
-			BUMP(tc->prof_alloc_count, 1);
+			BUMP(nd->prof_alloc_bytes, bytes);
+			BUMP(nd->prof_alloc_count, 1);
 		}
 	} else if (is_free) {
 		ha_tcache_retire_prof(0, 0, bytes, 1);
@@ -171,6 +175,11 @@ static void prof_note_alloc(void *p, size_t n)
 	ha_tcache *tc = &ha_tc;
 	if (tc->state == 0)
 		ha_tcache_attach();
+	unsigned epoch = __atomic_load_n(&ha_countdown_epoch, __ATOMIC_ACQUIRE);
+	if (HA_UNLIKELY(tc->epoch != epoch)) {
+		tc->epoch = epoch;
+		tc->sample_left = __atomic_load_n(&ha_countdown_value, __ATOMIC_RELAXED);
+	}
 	prof_count(tc, 0, n);
 	ha_span *s = ha_pagemap_get(p);
 	uint32_t *slot = NULL;
@@ -217,7 +226,8 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 	ha_tlist *l = &tc->list[cls];
 	void *p = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
-	if (HA_UNLIKELY(!p || left < 0 || tc->state != 1))
+	if (HA_UNLIKELY(!p || left < 0 || tc->state != 1 ||
+			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
 		return alloc_prof(n, 0, 0);
 	ha_span *s = ha_pagemap_get(p);
 	uint32_t *req = s->req;
@@ -226,8 +236,9 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 	l->head = *(void **)p;
 	l->len--;
 	tc->sample_left = left;
-	BUMP(tc->prof_alloc_bytes, n);
-	BUMP(tc->prof_alloc_count, 1);
+	ha_tnode *nd = tc->node;
+	BUMP(nd->prof_alloc_bytes, n);
+	BUMP(nd->prof_alloc_count, 1);
 	req[ha_span_index(s, (uintptr_t)p)] = HA_REQ_TRACKED | (uint32_t)n;
 	return p;
 }
@@ -329,8 +340,10 @@ size_t ha_usable_size(const void *p)
 	if (!p)
 		return 0;
 	ha_span *s = ha_pagemap_get(p);
-	if (s)
+	if (s) {
+		block_index(s, p);
 		return ha_class_size[s->cls];
+	}
 	if (ha_huge_is(p))
 		return ha_huge_usable(p);
 	if (!ha_arena_is_large(p))
@@ -528,17 +541,13 @@ HA_EXPORT int malloc_trim(size_t pad)
 	return huge > 0 || after < before;
 }
 
+/* glibc's answers: 1 for every parameter, known or not, except M_MXFAST
+ * beyond glibc's 160-byte limit; heapalloc has none of these knobs. */
 HA_EXPORT int mallopt(int param, int value)
 {
-	(void)value;
-	switch (param) {
-	case M_MXFAST: case M_TRIM_THRESHOLD: case M_TOP_PAD: case M_MMAP_THRESHOLD:
-	case M_MMAP_MAX: case M_CHECK_ACTION: case M_PERTURB: case M_ARENA_TEST:
-	case M_ARENA_MAX:
-		return 1;    /* accepted; heapalloc has no such knob */
-	default:
+	if (param == M_MXFAST && (value < 0 || value > 160))
 		return 0;
-	}
+	return 1;
 }
 
 static void fill_info2(struct mallinfo2 *mi)
@@ -548,14 +557,15 @@ static void fill_info2(struct mallinfo2 *mi)
 	ha_central_stats(&spans, &span_bytes, &span_free);
 	ha_arena_stats(&lblocks, &lbytes);
 	ha_huge_stats(&hblocks, &hbytes, &hcached);
-	lblocks += hblocks;
-	lbytes += hbytes;
 	ha_tcache_count(&tcb);
 	memset(mi, 0, sizeof *mi);
-	mi->arena = span_bytes + hcached;
-	mi->ordblks = spans;
-	mi->hblks = lblocks;
-	mi->hblkhd = lbytes;
+	/* glibc's meaning: arena and uordblks for the heap proper (spans and
+	 * mimalloc's large blocks), hblks/hblkhd for separately mapped blocks
+	 * (huge), never both */
+	mi->arena = span_bytes + lbytes + hcached;
+	mi->ordblks = spans + lblocks;
+	mi->hblks = hblocks;
+	mi->hblkhd = hbytes;
 	mi->fsmblks = tcb;
 	mi->fordblks = span_free + tcb + hcached;
 	mi->keepcost = hcached;

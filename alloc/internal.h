@@ -90,7 +90,7 @@ static inline uint32_t ha_span_index(const ha_span *s, uintptr_t p)
 }
 
 /* ---- pagemap.c ---------------------------------------------------------- */
-#define HA_PM_LEAF_BITS 18
+#define HA_PM_LEAF_BITS 14   /* a leaf (128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
 #define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
 extern ha_span **ha_pagemap_root[1u << HA_PM_ROOT_BITS];
 
@@ -140,9 +140,12 @@ void ha_huge_postfork(int child);
 /* ---- central.c ------------------------------------------------------------ */
 /* Fill up to `want` objects into a NULL-terminated list; returns count. */
 unsigned ha_central_fetch(unsigned cls, unsigned want, void **head);
-/* Give back a NULL-terminated list of n objects of class cls. */
-void ha_central_release(unsigned cls, void *head, unsigned n);
+/* Give back a NULL-terminated list of n objects of class cls.  to_spans:
+ * skip the transfer cache (the giver will not want them back soon: a
+ * thread exiting or trimming), so their spans can empty and go. */
+void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans);
 void ha_central_trim(void);
+void ha_central_thread_exited(void);   /* drains transfer batches past 1 MiB */
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes);
 void ha_central_prefork(void);
 void ha_central_postfork(int child);
@@ -155,15 +158,29 @@ typedef struct ha_tlist {
 	uint32_t max;
 } ha_tlist;
 
-typedef struct ha_tcache {
-	ha_tlist list[HA_NCLASSES];
-	int64_t sample_left;     /* profiler countdown in requested bytes */
+/* A thread's registry record, in meta memory so that it stays readable
+ * whatever becomes of the thread: a thread whose first allocation comes in
+ * the last round of TSD destructors never gets our destructor call, and
+ * its TLS (the cache itself) may be reused or unmapped afterwards.  Readers
+ * never touch a thread's TLS; a record whose thread is gone (tgkill says
+ * so) is retired by the next statistics walk. */
+typedef struct ha_tnode {
+	struct ha_tnode *next;    /* registry: append-only, records recycled */
+	int live;                 /* a thread owns it */
+	int tid;
 	/* exact profiling totals (requested sizes), written only by the owner
 	 * with relaxed stores, summed by readers */
 	uint64_t prof_alloc_bytes, prof_alloc_count;
 	uint64_t prof_free_bytes, prof_free_count;
+	uint64_t cached_bytes;    /* bytes in the cache, as of its last slow path */
+} ha_tnode;
+
+typedef struct ha_tcache {
+	ha_tlist list[HA_NCLASSES];
+	int64_t sample_left;     /* profiler countdown in requested bytes */
+	ha_tnode *node;          /* registry record while state == 1 */
 	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
-	struct ha_tcache *next, *prev;
+	unsigned epoch;          /* last ha_countdown_epoch this thread took */
 } ha_tcache;
 
 extern HA_TLS ha_tcache ha_tc;
@@ -177,7 +194,11 @@ void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
 void ha_tcache_prof_totals(uint64_t out[4]);  /* alloc bytes, count, free bytes, count */
+/* Every thread's countdown becomes v at its next profiling allocation
+ * (threads compare ha_tcache.epoch with ha_countdown_epoch). */
 void ha_tcache_reset_countdowns(int64_t v);
+extern unsigned ha_countdown_epoch;
+extern int64_t ha_countdown_value;
 void ha_tcache_prefork(void);
 void ha_tcache_postfork(int child);
 

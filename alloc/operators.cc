@@ -11,6 +11,11 @@ extern "C" {
 #include "alloc/internal.h"
 }
 
+/* entry.c refers to this, so a static link that takes malloc from
+ * libheapalloc.a takes the operators too (else libstdc++ would find another
+ * allocator's operator new, e.g. Debian's libmimalloc.so). */
+extern "C" { HA_HIDDEN extern const char ha_operators_anchor; const char ha_operators_anchor = 0; }
+
 namespace {
 
 void *alloc_or_throw(std::size_t n, std::size_t align)

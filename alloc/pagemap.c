@@ -1,8 +1,11 @@
 /* alloc/pagemap.c — page number -> span record, for any pointer, in O(1).
  *
- * Two levels over the 48-bit address space with 4 KiB pages: a 2^18-entry
- * root (2 MiB of BSS, touched only where used) of 2^18-entry leaves (2 MiB
- * each, from meta.c, one per GiB of address space that holds spans).
+ * Two levels over the 48-bit address space with 4 KiB pages: a 2^22-entry
+ * root (32 MiB of BSS, one touched page per 32 GiB in use) of 2^14-entry
+ * leaves (128 KiB each, from meta.c, one per 64 MiB of address space that
+ * holds spans).  Leaves are never freed (readers take no lock), so they are
+ * kept small: as mimalloc's mappings drift over a long run, each new 64 MiB
+ * region costs 128 KiB, not 2 MiB.
  * Readers never lock: a leaf, once published, stays; entries are written
  * before the span's objects are handed out and cleared only after every
  * object of the span is back.  Large blocks from mimalloc have no entry

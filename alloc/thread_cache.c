@@ -3,29 +3,38 @@
  * The fast paths (pop in malloc, push in free) live in entry.c as inline
  * code on ha_tc, an initial-exec TLS struct: no lock, no atomic.  This file
  * has their slow paths:
- *   refill    an empty list takes one batch from the central cache;
- *   overflow  a list longer than its max gives one batch back; the max
- *             starts at one batch and grows by a batch per refill up to
- *             4 batches (slow start), and when the whole cache holds more
- *             than HA_TC_BUDGET every list gives back half;
+ *   refill    an empty list takes up to `max` objects (at most one batch)
+ *             from the central cache;
+ *   overflow  a list longer than its max gives one batch back;
+ *   slow start  max starts at 1 and doubles on each refill or overflow up
+ *             to 4 batches, so a thread that allocates little — above all
+ *             one whose first allocation comes in the last round of TSD
+ *             destructors, which never sees our destructor — strands at
+ *             most a few objects;
+ *   budget    when the whole cache holds more than HA_TC_BUDGET, every list
+ *             gives back half;
  *   exit      the pthread key destructor hands every list back.
  * A thread that has exited (state 2) keeps working: its lists have max 0,
  * so every free goes straight to the central cache and every malloc takes
  * a single object — frees from later TLS destructors stay correct.
  *
- * Live caches are linked in a registry (for stats and exact profiling
- * totals); the registry lock is only taken on thread start and exit and by
- * readers of the totals.
+ * The registry of threads is a list of ha_tnode records in meta memory
+ * (see internal.h); its lock is taken on thread start and exit and by
+ * readers of statistics.
  */
+#define _GNU_SOURCE 1
 #include "alloc/internal.h"
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define HA_TC_BUDGET ((uint64_t)4 << 20)
 
 HA_TLS ha_tcache ha_tc;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static ha_tcache *registry;
-static uint64_t ncaches;
+static ha_tnode *registry;
 /* profiling totals of threads that have exited */
 static uint64_t retired[4];
 
@@ -34,25 +43,76 @@ static inline uint64_t rd(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/* Fold a record's counters into retired and free the record.  Registry
+ * lock held. */
+static void retire_node(ha_tnode *nd)
+{
+	ha_tcache_retire_prof(rd(&nd->prof_alloc_bytes), rd(&nd->prof_alloc_count),
+			      rd(&nd->prof_free_bytes), rd(&nd->prof_free_count));
+	nd->prof_alloc_bytes = nd->prof_alloc_count = 0;
+	nd->prof_free_bytes = nd->prof_free_count = 0;
+	nd->cached_bytes = 0;
+	__atomic_store_n(&nd->live, 0, __ATOMIC_RELEASE);
+}
+
 ha_tcache *ha_tcache_attach(void)
 {
 	ha_tcache *tc = &ha_tc;
 	if (tc->state != 0)
 		return tc;
 	ha_ensure_init();
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		tc->list[c].max = ha_class_batch[c];
+	int tid = (int)syscall(SYS_gettid);
 	pthread_mutex_lock(&registry_lock);
-	tc->prev = NULL;
-	tc->next = registry;
-	if (registry)
-		registry->prev = tc;
-	registry = tc;
-	ncaches++;
+	ha_tnode *nd = registry;
+	while (nd && nd->live)
+		nd = nd->next;
+	if (!nd) {
+		nd = ha_meta_alloc(sizeof *nd);
+		if (!nd) {
+			pthread_mutex_unlock(&registry_lock);
+			ha_fatal("out of memory for a thread record", NULL);
+		}
+		nd->next = registry;
+		registry = nd;
+	}
+	nd->tid = tid;
+	nd->live = 1;
 	pthread_mutex_unlock(&registry_lock);
+	for (unsigned c = 1; c < HA_NCLASSES; c++)
+		tc->list[c].max = 1;
+	tc->node = nd;
 	tc->state = 1;
 	pthread_setspecific(ha_thread_key, tc);
 	return tc;
+}
+
+static uint64_t cache_bytes(const ha_tcache *tc)
+{
+	uint64_t b = 0;
+	for (unsigned c = 1; c < HA_NCLASSES; c++)
+		b += (uint64_t)tc->list[c].len * ha_class_size[c];
+	return b;
+}
+
+static void note_bytes(ha_tcache *tc)
+{
+	if (tc->node)
+		__atomic_store_n(&tc->node->cached_bytes, cache_bytes(tc), __ATOMIC_RELAXED);
+}
+
+/* A list holds at most 4 batches and, past one batch, at most 32 KiB. */
+static inline uint32_t list_cap(unsigned cls)
+{
+	uint32_t b = ha_class_batch[cls], bytes = 32768 / ha_class_size[cls];
+	uint32_t cap = 4 * b < bytes ? 4 * b : bytes;
+	return cap > b ? cap : b;
+}
+
+static void grow(ha_tlist *l, unsigned cls)
+{
+	uint32_t cap = list_cap(cls);
+	if (l->max < cap)
+		l->max = l->max * 2 < cap ? l->max * 2 : cap;
 }
 
 void *ha_tcache_refill(unsigned cls, size_t n)
@@ -71,7 +131,9 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 		l->len--;
 		return p;
 	}
-	unsigned want = tc->state == 1 ? ha_class_batch[cls] : 1;
+	unsigned want = 1;
+	if (tc->state == 1)
+		want = l->max < ha_class_batch[cls] ? l->max : ha_class_batch[cls];
 	__atomic_fetch_add(&ha_slow_allocs, 1, __ATOMIC_RELAXED);
 	void *head;
 	unsigned got = ha_central_fetch(cls, want, &head);
@@ -80,13 +142,15 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	void *p = head;
 	l->head = *(void **)p;
 	l->len += got - 1;
-	if (tc->state == 1 && l->max < 4 * ha_class_batch[cls])
-		l->max += ha_class_batch[cls];
+	if (tc->state == 1) {
+		grow(l, cls);
+		note_bytes(tc);
+	}
 	return p;
 }
 
 /* Give back `count` objects from the front of l. */
-static void give_back(ha_tlist *l, unsigned cls, unsigned count)
+static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 {
 	if (!count)
 		return;
@@ -96,15 +160,7 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count)
 	l->head = *(void **)tail;
 	*(void **)tail = NULL;
 	l->len -= count;
-	ha_central_release(cls, head, count);
-}
-
-static uint64_t cache_bytes(const ha_tcache *tc)
-{
-	uint64_t b = 0;
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		b += (uint64_t)tc->list[c].len * ha_class_size[c];
-	return b;
+	ha_central_release(cls, head, count, to_spans);
 }
 
 void ha_tcache_overflow(ha_tlist *l, unsigned cls)
@@ -117,23 +173,29 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 	if (l->len <= l->max)
 		return;
 	if (tc->state != 1) {
-		give_back(l, cls, l->len);
+		give_back(l, cls, l->len, 1);
 		return;
 	}
 	unsigned batch = ha_class_batch[cls];
-	give_back(l, cls, l->len < batch ? l->len : batch);
+	if (l->max < list_cap(cls)) {
+		grow(l, cls);          /* slow start: keep more before giving back */
+		if (l->len <= l->max)
+			return;
+	}
+	give_back(l, cls, l->len < batch ? l->len : batch, 0);
 	if (cache_bytes(tc) > HA_TC_BUDGET)
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
-			give_back(&tc->list[c], c, tc->list[c].len / 2);
+			give_back(&tc->list[c], c, tc->list[c].len / 2, 1);
 			if (tc->list[c].max > ha_class_batch[c])
 				tc->list[c].max -= ha_class_batch[c];
 		}
+	note_bytes(tc);
 }
 
 static void flush_all(ha_tcache *tc)
 {
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		give_back(&tc->list[c], c, tc->list[c].len);
+		give_back(&tc->list[c], c, tc->list[c].len, 1);
 }
 
 void ha_tcache_flush_self(void)
@@ -161,29 +223,36 @@ void ha_tcache_thread_exit(void *arg)
 		tc->list[c].max = 0;
 	flush_all(tc);
 	pthread_mutex_lock(&registry_lock);
-	if (tc->prev)
-		tc->prev->next = tc->next;
-	else
-		registry = tc->next;
-	if (tc->next)
-		tc->next->prev = tc->prev;
-	ncaches--;
-	ha_tcache_retire_prof(tc->prof_alloc_bytes, tc->prof_alloc_count,
-			      tc->prof_free_bytes, tc->prof_free_count);
-	tc->prof_alloc_bytes = tc->prof_alloc_count = 0;
-	tc->prof_free_bytes = tc->prof_free_count = 0;
+	retire_node(tc->node);
+	tc->node = NULL;
 	pthread_mutex_unlock(&registry_lock);
+	ha_central_thread_exited();
+}
+
+/* Registry lock held: is the record's thread still there?  A thread that
+ * died without our destructor is found here and retired. */
+static int node_alive(ha_tnode *nd, int self)
+{
+	if (nd->tid == self)
+		return 1;
+	if (syscall(SYS_tgkill, getpid(), nd->tid, 0) == 0 || errno != ESRCH)
+		return 1;
+	retire_node(nd);
+	return 0;
 }
 
 uint64_t ha_tcache_count(uint64_t *bytes)
 {
-	uint64_t b = 0, n;
+	uint64_t b = 0, n = 0;
+	int self = (int)syscall(SYS_gettid), saved = errno;
 	pthread_mutex_lock(&registry_lock);
-	n = ncaches;
-	for (ha_tcache *tc = registry; tc; tc = tc->next)
-		for (unsigned c = 1; c < HA_NCLASSES; c++)
-			b += (uint64_t)__atomic_load_n(&tc->list[c].len, __ATOMIC_RELAXED) * ha_class_size[c];
+	for (ha_tnode *nd = registry; nd; nd = nd->next)
+		if (nd->live && node_alive(nd, self)) {
+			n++;
+			b += rd(&nd->cached_bytes);
+		}
 	pthread_mutex_unlock(&registry_lock);
+	errno = saved;
 	*bytes = b;
 	return n;
 }
@@ -193,21 +262,25 @@ void ha_tcache_prof_totals(uint64_t out[4])
 	pthread_mutex_lock(&registry_lock);
 	for (int i = 0; i < 4; i++)
 		out[i] = rd(&retired[i]);
-	for (ha_tcache *tc = registry; tc; tc = tc->next) {
-		out[0] += rd(&tc->prof_alloc_bytes);
-		out[1] += rd(&tc->prof_alloc_count);
-		out[2] += rd(&tc->prof_free_bytes);
-		out[3] += rd(&tc->prof_free_count);
-	}
+	for (ha_tnode *nd = registry; nd; nd = nd->next)
+		if (__atomic_load_n(&nd->live, __ATOMIC_ACQUIRE)) {
+			out[0] += rd(&nd->prof_alloc_bytes);
+			out[1] += rd(&nd->prof_alloc_count);
+			out[2] += rd(&nd->prof_free_bytes);
+			out[3] += rd(&nd->prof_free_count);
+		}
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/* The countdown lives in each thread's TLS, which only the owner may
+ * touch; a new value reaches a thread at its next profiling allocation. */
+unsigned ha_countdown_epoch;
+int64_t ha_countdown_value;
+
 void ha_tcache_reset_countdowns(int64_t v)
 {
-	pthread_mutex_lock(&registry_lock);
-	for (ha_tcache *tc = registry; tc; tc = tc->next)
-		__atomic_store_n(&tc->sample_left, v, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&registry_lock);
+	__atomic_store_n(&ha_countdown_value, v, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ha_countdown_epoch, 1, __ATOMIC_RELEASE);
 }
 
 void ha_tcache_prefork(void)
@@ -222,19 +295,12 @@ void ha_tcache_postfork(int child)
 		return;
 	}
 	pthread_mutex_init(&registry_lock, NULL);
-	/* Only the forking thread lives on.  Fold the others' profiling totals
-	 * into retired and drop them from the registry; their cached objects
-	 * are lost to the child, as with every thread-caching allocator. */
-	ha_tcache *self = &ha_tc;
-	for (ha_tcache *tc = registry; tc; tc = tc->next)
-		if (tc != self)
-			ha_tcache_retire_prof(tc->prof_alloc_bytes, tc->prof_alloc_count,
-					      tc->prof_free_bytes, tc->prof_free_count);
-	registry = NULL;
-	ncaches = 0;
-	if (self->state == 1) {
-		self->prev = self->next = NULL;
-		registry = self;
-		ncaches = 1;
-	}
+	/* Only the forking thread lives on: retire every other record (their
+	 * cached objects are lost to the child, as with every thread-caching
+	 * allocator).  The survivor's record gets its new tid. */
+	for (ha_tnode *nd = registry; nd; nd = nd->next)
+		if (nd->live && nd != ha_tc.node)
+			retire_node(nd);
+	if (ha_tc.node)
+		ha_tc.node->tid = (int)syscall(SYS_gettid);
 }
