@@ -27,11 +27,12 @@ static void on_sig(int s)
 
 static int work(void)
 {
-	void *keep[256];
+	void *keep[256] = { 0 };
 	unsigned long sum = 0;
 	for (int round = 0; round < 2; round++)
 		for (int i = 0; i < 256; i++) {
 			size_t n = (size_t)(i * 37 + round * 4099) % 70000 + 1;
+			free(keep[i]);
 			keep[i] = malloc(n);
 			if (!keep[i])
 				return 1;
