@@ -21,7 +21,7 @@ struct blk { char *p; size_t n; };
 int main(int argc, char **argv)
 {
 	double scale = bench_scale(argc, argv);
-	int waves = (int)(24 * scale);
+	int waves = (int)(16 * scale);
 	uint64_t seed = 7;
 	static struct blk wave[BLOCKS], surv[SURVIVORS];
 	long nsurv = 0, oldest = 0; /* surv is a ring: [oldest, oldest+nsurv) */
