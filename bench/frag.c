@@ -27,11 +27,15 @@ int main(int argc, char **argv)
 	long nsurv = 0, oldest = 0; /* surv is a ring: [oldest, oldest+nsurv) */
 	size_t live = 0, live_peak = 0;
 
+	/* Small scales (quick mode, smoke runs) also shrink the waves. */
+	int nblocks = scale >= 0.25 ? BLOCKS : (int)(BLOCKS * scale * 4);
 	if (waves < 2)
 		waves = 2;
+	if (nblocks < 1000)
+		nblocks = 1000;
 	bench_print_allocator();
 	for (int w = 0; w < waves; w++) {
-		for (int i = 0; i < BLOCKS; i++) {
+		for (int i = 0; i < nblocks; i++) {
 			unsigned r = (unsigned)(bench_rand(&seed) % 100);
 			size_t n;
 			if (w % 2 == 0)
@@ -46,17 +50,17 @@ int main(int argc, char **argv)
 		if (live > live_peak)
 			live_peak = live;
 		/* Shuffle, keep the first 10%, free the rest. */
-		for (int i = BLOCKS - 1; i > 0; i--) {
+		for (int i = nblocks - 1; i > 0; i--) {
 			int j = (int)(bench_rand(&seed) % (uint64_t)(i + 1));
 			struct blk t = wave[i];
 			wave[i] = wave[j];
 			wave[j] = t;
 		}
-		for (int i = BLOCKS / 10; i < BLOCKS; i++) {
+		for (int i = nblocks / 10; i < nblocks; i++) {
 			free(wave[i].p);
 			live -= wave[i].n;
 		}
-		for (int i = 0; i < BLOCKS / 10; i++) {
+		for (int i = 0; i < nblocks / 10; i++) {
 			if (nsurv == SURVIVORS) {
 				struct blk *o = &surv[oldest];
 				if (o->p[0] != (char)o->p[o->n - 1]) {

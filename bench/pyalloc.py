@@ -57,7 +57,7 @@ def one_round(n, seed):
 
 def main():
     scale = float(sys.argv[1]) / 100.0 if len(sys.argv) > 1 else 1.0
-    records = max(1000, int(10000 * scale))
+    records = max(200, int(10000 * scale))
     per_round = min(5000, records)
     rounds = max(1, records // per_round)
     print("allocator", allocator())
