@@ -4,7 +4,8 @@
  * its exit dump), 10 exec /bin/true (no heapalloc, no file).  The root
  * dumps before and after (PREFIX.0001/.0002.heap).  Every exit status
  * comes back intact, every process has exactly its own files, every file is
- * whole, no temporary is left and nothing else appears.
+ * whole, no temporary is left and nothing else appears; the exec'd
+ * helpers see HEAPPROFILE unchanged (exit 123 if not).
  */
 #include <stdint.h>
 
@@ -71,6 +72,11 @@ static int absent(const char *fmt, ...)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "helper")) {    /* exec'd child */
+		/* HEAPPROFILE reaches descendants byte for byte (spec §6) */
+		char want_p[600];
+		snprintf(want_p, sizeof want_p, "%s/p", getenv("REL_DIR"));
+		if (!getenv("HEAPPROFILE") || strcmp(getenv("HEAPPROFILE"), want_p))
+			return 123;
 		allocate_some();
 		return atoi(argv[2]);
 	}

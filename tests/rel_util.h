@@ -261,13 +261,14 @@ static inline long rel_rss_kib(void)
 /* A watchdog that does not use a signal timer (tests may own ITIMER_REAL):
  * after `seconds`, print what hung and exit 1. */
 static const char *rel_watchdog_what;
+static int rel_watchdog_fd = 2;   /* the real stderr, even while captured */
 static inline void *rel_watchdog_main(void *arg)
 {
 	unsigned s = (unsigned)(uintptr_t)arg;
 	while (s) {
 		s = sleep(s);
 	}
-	dprintf(2, "WATCHDOG: %s did not finish in time (hang or deadlock)\n",
+	dprintf(rel_watchdog_fd, "WATCHDOG: %s did not finish in time (hang or deadlock)\n",
 		rel_watchdog_what ? rel_watchdog_what : "test");
 	_exit(1);
 	return NULL;
@@ -277,6 +278,7 @@ static inline void rel_watchdog(unsigned seconds, const char *what)
 {
 	pthread_t t;
 	rel_watchdog_what = what;
+	rel_watchdog_fd = dup(2);
 	pthread_create(&t, NULL, rel_watchdog_main, (void *)(uintptr_t)seconds);
 	pthread_detach(t);
 }
