@@ -1,9 +1,10 @@
-/* tests/rel_dumpfail.c — dumps that cannot be written (built twice):
+/* tests/rel_dumpfail.c — dumps that cannot be written (built three times):
  *   rel_dump_efbig   RLIMIT_FSIZE below the size of a profile, SIGXFSZ
  *                    ignored: the first write succeeds in part, the next
  *                    fails with EFBIG — a write error mid-dump;
  *   rel_dump_enospc  a 64 KiB tmpfs filled up (a private mount namespace;
- *                    skipped, 77, when mounting is not permitted).
+ *                    skipped, 77, when mounting is not permitted);
+ *   rel_dump_emfile  every file descriptor in use (RLIMIT_NOFILE reached).
  * While the fault lasts, each of 3 dumps fails: heapalloc_profile_dump
  * returns an error, exactly one "Failed dumping heap profile to FILE" line
  * per dump, no file under a final .heap name and no temporary left, and the
@@ -21,10 +22,16 @@
 #ifndef REL_ENOSPC
 #define REL_ENOSPC 0
 #endif
+#ifndef REL_EMFILE
+#define REL_EMFILE 0
+#endif
 
 static char dir[512], prefix[600], filler[600];
 #if !REL_ENOSPC
 static struct rlimit saved_fsize;
+#endif
+#if REL_EMFILE
+static int fds[4096], nfds;
 #endif
 
 static void *keep[4096];
@@ -51,6 +58,14 @@ static void fault_on(void)
 	while (write(fd, blk, 1) > 0)
 		;
 	close(fd);
+#elif REL_EMFILE
+	getrlimit(RLIMIT_NOFILE, &saved_fsize);
+	struct rlimit r = { 256, saved_fsize.rlim_max };
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &r) == 0);
+	int fd;
+	while (nfds < 4096 && (fd = open("/dev/null", O_RDONLY)) >= 0)
+		fds[nfds++] = fd;
+	REQUIRE(errno == EMFILE);
 #else
 	getrlimit(RLIMIT_FSIZE, &saved_fsize);
 	struct rlimit r = { 1024, saved_fsize.rlim_max };
@@ -63,6 +78,10 @@ static void fault_off(void)
 {
 #if REL_ENOSPC
 	REQUIRE(unlink(filler) == 0);
+#elif REL_EMFILE
+	while (nfds)
+		close(fds[--nfds]);
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &saved_fsize) == 0);
 #else
 	REQUIRE(setrlimit(RLIMIT_FSIZE, &saved_fsize) == 0);
 #endif
@@ -84,6 +103,9 @@ int main(void)
 	}
 	const char *why = "No space left on device";
 	const char *why2 = "errno 28";
+#elif REL_EMFILE
+	const char *why = "Too many open files";
+	const char *why2 = "errno 24";
 #else
 	const char *why = "File too large";
 	const char *why2 = "errno 27";
@@ -100,9 +122,10 @@ int main(void)
 		rc[i] = heapalloc_profile_dump("test: fault");
 		churn(2 + i);
 	}
-	int heap_during = rel_count_files(dir, ".heap");
-	int all_during = rel_count_files(dir, NULL) - REL_ENOSPC; /* minus the filler */
 	fault_off();
+	/* what the failed dumps left (counted once descriptors are back) */
+	int heap_during = rel_count_files(dir, ".heap");
+	int all_during = rel_count_files(dir, NULL);
 	int rc_after = heapalloc_profile_dump("test: space is back");
 	churn(9);
 	heapalloc_profile_stop();
