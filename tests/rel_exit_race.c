@@ -27,6 +27,7 @@ static void *busy(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "child")) {
+		alarm(20);               /* a hang at exit dies, it does not linger */
 		pthread_t t;
 		for (int i = 0; i < 8; i++)
 			pthread_create(&t, NULL, busy, (void *)(uintptr_t)(i + 1));

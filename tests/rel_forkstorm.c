@@ -106,6 +106,7 @@ int main(int argc, char **argv)
 		pid[i] = fork();
 		REQUIRE(pid[i] >= 0);
 		if (pid[i] == 0) {
+			alarm(30);       /* a hung child dies, it does not linger */
 			char st[16];
 			snprintf(st, sizeof st, "%d", want[i]);
 			if (kind[i] == 1) {
