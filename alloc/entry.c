@@ -85,8 +85,31 @@ static unsigned aligned_class(size_t n, size_t align)
 	return 0;
 }
 
+/* Out of memory: give back everything cached (huge mappings, empty spans,
+ * mimalloc's free pages) so that one retry can succeed under a limit. */
+void ha_release_cached(void)
+{
+	ha_huge_trim();
+	ha_central_trim();
+	ha_arena_trim();
+}
+
+static void *alloc_plain_once(size_t n, size_t align, int zero);
+
 /* Allocation without profiling. align: 0 or a power of two. */
 static void *alloc_plain(size_t n, size_t align, int zero)
+{
+	void *p = alloc_plain_once(n, align, zero);
+	if (HA_UNLIKELY(!p) && n <= ((size_t)1 << 46)) {
+		ha_release_cached();
+		p = alloc_plain_once(n, align, zero);
+		if (!p)
+			errno = ENOMEM;
+	}
+	return p;
+}
+
+static void *alloc_plain_once(size_t n, size_t align, int zero)
 {
 	ha_ensure_init();
 	unsigned cls = 0;
@@ -143,33 +166,44 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 	}
 }
 
-/* The span's side table (requested size + flags per block), made on first
- * use; NULL if memory is out (the block then goes untracked). */
-static HA_NOINLINE uint32_t *make_side_table(ha_span *s)
-{
-	uint32_t *fresh = ha_raw_calloc(s->nobj, sizeof(uint32_t));
-	if (!fresh)
-		return NULL;
-	uint32_t *expect = NULL;
-	if (__atomic_compare_exchange_n(&s->req, &expect, fresh, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
-		return fresh;
-	ha_raw_free(fresh);
-	return expect;
-}
-
-static inline uint32_t *small_slot(ha_span *s, void *p)
-{
-	uint32_t *req = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
-	if (HA_UNLIKELY(!req) && !(req = make_side_table(s)))
-		return NULL;
-	return &req[ha_span_index(s, (uintptr_t)p)];
-}
-
+/* Small blocks allocated while profiling carry an 8-byte trailer in their
+ * last bytes (the request is placed in the class of n + 8, so the program
+ * never owns them):
+ *     low 32 bits   requested size | HA_TR_SAMPLED
+ *     high 32 bits  tag = (p >> 4) ^ ha_prof_key
+ * The tag tells a tracked block from one allocated before profiling began,
+ * or in an earlier profiling session (the key changes at every start); a
+ * free clears it.  The trailer sits in the block itself, usually in a line
+ * the program just touched: no side table, no page-map walk in malloc.
+ * A block allocated before profiling began is mistaken for a tracked one
+ * only if its last 4 bytes equal the tag by chance (2^-32). */
+#define HA_TRAILER 8
 #define HA_BIG_TRACKED ((uint64_t)1 << 62)
+#define HA_TR_SAMPLED 0x80000000u
+uint32_t ha_prof_key;
+
+static inline uint64_t *trailer_of(void *p, unsigned cls)
+{
+	return (uint64_t *)((char *)p + ha_class_size[cls] - HA_TRAILER);
+}
+
+static inline uint64_t trailer_make(void *p, size_t n)
+{
+	uint32_t tag = (uint32_t)((uintptr_t)p >> 4) ^ __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED);
+	return (uint64_t)tag << 32 | (uint32_t)n;
+}
+
+/* The requested size of a tracked small block (flags included), or -1. */
+static inline int64_t trailer_read(void *p, unsigned cls)
+{
+	uint64_t t = *trailer_of(p, cls);
+	uint32_t tag = (uint32_t)((uintptr_t)p >> 4) ^ __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED);
+	return (uint32_t)(t >> 32) == tag ? (int64_t)(uint32_t)t : -1;
+}
 
 /* Record a new block of n requested bytes: exact totals, its size in the
- * side table or header, the countdown, and a sample when one is due. */
+ * trailer or header, the countdown, and a sample when one is due.  A small
+ * block must have been allocated with room for the trailer. */
 static void prof_note_alloc(void *p, size_t n)
 {
 	ha_tcache *tc = &ha_tc;
@@ -182,56 +216,61 @@ static void prof_note_alloc(void *p, size_t n)
 	}
 	prof_count(tc, 0, n);
 	ha_span *s = ha_pagemap_get(p);
-	uint32_t *slot = NULL;
-	uint64_t *lreq = NULL;
+	uint64_t *tr = NULL, *lreq = NULL;
 	if (s) {
-		slot = small_slot(s, p);
-		if (slot)
-			*slot = HA_REQ_TRACKED | (uint32_t)n;
+		tr = trailer_of(p, s->cls);
+		*tr = trailer_make(p, n);
 	} else {
 		lreq = big_req(p);
 		*lreq = HA_BIG_TRACKED | n;
 	}
 	int64_t left = tc->sample_left - (int64_t)n;
-	if (HA_UNLIKELY(left < 0)) {
+	/* 0 means "the next byte is marked": a 0-byte request then is sampled
+	 * too (R = 1 records every allocation) */
+	if (HA_UNLIKELY(left < 0 || (n == 0 && tc->sample_left == 0))) {
 		int sampled = 0;
 		left = ha_prof_on_alloc(p, n, &sampled);
 		if (sampled) {
-			if (slot)
-				*slot |= HA_REQ_SAMPLED;
-			else if (lreq)
+			if (tr)
+				*tr |= HA_TR_SAMPLED;
+			else
 				*lreq |= HA_LARGE_SAMPLED;
 		}
 	}
 	tc->sample_left = left;
 }
 
+/* Room for the trailer of a small block; a request that would not leave
+ * room in the largest class goes large (large blocks have a header). */
+static inline size_t with_trailer(size_t n)
+{
+	if (n <= HA_SMALL_MAX - HA_TRAILER)
+		return n + HA_TRAILER;
+	return n <= HA_SMALL_MAX ? HA_SMALL_MAX + 1 : n;
+}
+
 /* The general profiling path: any size, alignment, zeroing. */
 static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 {
-	void *p = alloc_plain(n, align, zero);
+	void *p = alloc_plain(with_trailer(n), align, zero);
 	if (HA_LIKELY(p != NULL))
 		prof_note_alloc(p, n);
 	return p;
 }
 
-/* malloc with profiling on, n <= 32 KiB: the common case in a few more
- * instructions than the plain fast path — countdown subtract-and-branch,
- * two counter bumps, the side-table store.  Anything unusual (empty list,
- * a sample due, a thread not attached) goes to alloc_prof(). */
+/* malloc with profiling on, n <= 32 KiB: the plain fast path plus the
+ * countdown's subtract-and-branch, two counter bumps and the trailer.
+ * Anything unusual (empty list, a sample due, a thread not attached, a new
+ * countdown to take) goes to alloc_prof(). */
 static HA_NOINLINE void *malloc_prof_small(size_t n)
 {
 	ha_tcache *tc = &ha_tc;
-	unsigned cls = ha_size_to_class(n);
+	unsigned cls = ha_size_to_class(with_trailer(n));
 	ha_tlist *l = &tc->list[cls];
 	void *p = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
-	if (HA_UNLIKELY(!p || left < 0 || tc->state != 1 ||
+	if (HA_UNLIKELY(!p || left <= 0 || tc->state != 1 ||
 			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
-		return alloc_prof(n, 0, 0);
-	ha_span *s = ha_pagemap_get(p);
-	uint32_t *req = s->req;
-	if (HA_UNLIKELY(!req))
 		return alloc_prof(n, 0, 0);
 	l->head = *(void **)p;
 	l->len--;
@@ -239,29 +278,28 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 	ha_tnode *nd = tc->node;
 	BUMP(nd->prof_alloc_bytes, n);
 	BUMP(nd->prof_alloc_count, 1);
-	req[ha_span_index(s, (uintptr_t)p)] = HA_REQ_TRACKED | (uint32_t)n;
+	*trailer_of(p, cls) = trailer_make(p, n);
 	return p;
 }
 
-/* free of a small block with profiling on: one index computation serves
- * the pointer check and the side-table slot. */
-static inline void prof_forget_small(ha_span *s, uint32_t idx, void *p)
+/* free of a small block with profiling on: clear its trailer, count it,
+ * tell the profiler if it was sampled. */
+static inline void prof_forget_small(ha_span *s, void *p)
 {
-	uint32_t *req = s->req;
-	if (req) {
-		uint32_t v = req[idx];
-		if (v & HA_REQ_TRACKED) {
-			req[idx] = 0;
-			prof_count(&ha_tc, 1, v & HA_REQ_MASK);
-			if (HA_UNLIKELY(v & HA_REQ_SAMPLED))
-				ha_prof_on_free(p, v & HA_REQ_MASK);
-		}
+	int64_t v = trailer_read(p, s->cls);
+	if (v >= 0) {
+		*trailer_of(p, s->cls) = 0;
+		size_t req = (size_t)(v & ~(int64_t)HA_TR_SAMPLED);
+		prof_count(&ha_tc, 1, req);
+		if (HA_UNLIKELY(v & HA_TR_SAMPLED))
+			ha_prof_on_free(p, req);
 	}
 }
 
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
-	prof_forget_small(s, block_index(s, p), p);
+	block_index(s, p);
+	prof_forget_small(s, p);
 	push_checked(s->cls, p);
 }
 
@@ -283,7 +321,7 @@ static void prof_forget_big(uint64_t v, void *p)
 static HA_NOINLINE void *malloc_slow(size_t n)
 {
 	if (ha_prof_active)
-		return n <= HA_SMALL_MAX ? malloc_prof_small(n) : alloc_prof(n, 0, 0);
+		return n <= HA_SMALL_MAX - HA_TRAILER ? malloc_prof_small(n) : alloc_prof(n, 0, 0);
 	return alloc_plain(n, 0, 0);
 }
 
@@ -342,6 +380,9 @@ size_t ha_usable_size(const void *p)
 	ha_span *s = ha_pagemap_get(p);
 	if (s) {
 		block_index(s, p);
+		/* a tracked block's last 8 bytes are the profiler's */
+		if (ha_prof_active && trailer_read((void *)p, s->cls) >= 0)
+			return ha_class_size[s->cls] - HA_TRAILER;
 		return ha_class_size[s->cls];
 	}
 	if (ha_huge_is(p))
@@ -366,13 +407,14 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	void *q = NULL;
 	if (s) {
-		uint32_t idx = block_index(s, p);
-		old = ha_class_size[s->cls];
-		if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls) {
-			if (ha_prof_active) {
-				prof_forget_small(s, idx, p);
-				prof_note_alloc(p, n);
-			}
+		block_index(s, p);
+		old = ha_usable_size(p);
+		if (!ha_prof_active) {
+			if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
+				return p;
+		} else if (n <= HA_SMALL_MAX - HA_TRAILER && ha_size_to_class(n + HA_TRAILER) == s->cls) {
+			prof_forget_small(s, p);
+			prof_note_alloc(p, n);
 			return p;
 		}
 	} else if (ha_huge_is(p)) {
@@ -420,7 +462,8 @@ HA_EXPORT void *malloc(size_t n)
 	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
 		if (HA_LIKELY(!ha_prof_active))
 			return small_pop(ha_size_to_class(n), n);
-		return malloc_prof_small(n);
+		if (n <= HA_SMALL_MAX - HA_TRAILER)
+			return malloc_prof_small(n);
 	}
 	return malloc_slow(n);
 }

@@ -12,7 +12,8 @@
  *     calls ha_prof_on_free() when it is freed (or realloc'ed away), before
  *     the memory is reused; unsampled frees never call the profiler;
  *   - frees of blocks allocated while profiling add their requested size to
- *     ha_tc.prof_free_bytes/count (exact).
+ *     the thread's record (exact); small blocks keep their size in a trailer
+ *     (alloc/entry.c), large ones in their header.
  * The profiler must not call malloc through the public entry points while it
  * holds one of its own locks; it uses ha_raw_malloc/ha_raw_free.
  */
@@ -21,8 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A countdown expired.  p: the new block, req: requested bytes.  Returns
- * the next countdown in bytes (> 0). */
+/* A countdown expired (went below 0, or a 0-byte request met a countdown
+ * of 0).  p: the new block, req: requested bytes; ha_tc.sample_left still
+ * holds the value from before this allocation.  Returns the next countdown
+ * in bytes (>= 0; 0 marks the next byte).  A new thread starts at 0. */
 int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled);
 /* A sampled block is being freed; req is its requested size. */
 void ha_prof_on_free(void *p, size_t req);

@@ -76,13 +76,9 @@ typedef struct ha_span {
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
 	struct ha_span *next, *prev;  /* central partial/empty list */
-	uint32_t *req;           /* profiling side table: req size + flags, or NULL */
 	uint32_t on_list;
 } ha_span;
 
-#define HA_REQ_TRACKED 0x80000000u /* slot holds a size allocated while profiling */
-#define HA_REQ_SAMPLED 0x40000000u /* the profiler recorded this object */
-#define HA_REQ_MASK 0x3fffffffu
 
 static inline uint32_t ha_span_index(const ha_span *s, uintptr_t p)
 {
@@ -185,6 +181,7 @@ typedef struct ha_tcache {
 
 extern HA_TLS ha_tcache ha_tc;
 extern int ha_prof_active;   /* profiling on: malloc/free take the prof path */
+extern uint32_t ha_prof_key; /* tags the trailers of this profiling session */
 
 void *ha_tcache_refill(unsigned cls, size_t n);      /* slow path of pop */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
@@ -230,6 +227,9 @@ void *ha_alloc_aligned(size_t align, size_t n);
 void ha_free(void *p);
 size_t ha_usable_size(const void *p);
 void *ha_realloc(void *p, size_t n);
+/* Out of memory: give back every cached mapping and empty span (huge cache,
+ * span pool, mimalloc's free pages), so one retry can succeed. */
+void ha_release_cached(void) HA_COLD;
 
 /* ---- hooks.h: calls out to the profiler (implemented in dump/) ---------- */
 #include "alloc/hooks.h"

@@ -137,8 +137,14 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	__atomic_fetch_add(&ha_slow_allocs, 1, __ATOMIC_RELAXED);
 	void *head;
 	unsigned got = ha_central_fetch(cls, want, &head);
-	if (HA_UNLIKELY(!got))
-		return NULL;
+	if (HA_UNLIKELY(!got)) {
+		ha_release_cached();
+		got = ha_central_fetch(cls, 1, &head);
+		if (!got) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	void *p = head;
 	l->head = *(void **)p;
 	l->len += got - 1;
@@ -279,6 +285,9 @@ int64_t ha_countdown_value;
 
 void ha_tcache_reset_countdowns(int64_t v)
 {
+	/* a new session: trailers written before no longer count */
+	uint32_t k = ha_prof_key * 0x9e3779b9u + 0x7f4a7c15u + (uint32_t)(uintptr_t)&v;
+	__atomic_store_n(&ha_prof_key, k ? k : 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_countdown_value, v, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ha_countdown_epoch, 1, __ATOMIC_RELEASE);
 }
