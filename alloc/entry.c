@@ -296,11 +296,33 @@ static inline void prof_forget_small(ha_span *s, void *p)
 	}
 }
 
+static HA_NOINLINE void free_prof_rare(ha_span *s, void *p)
+{
+	prof_forget_small(s, p);
+	push_checked(s->cls, p);
+}
+
+/* Every call in here is a tail call or noreturn, so the common case (an
+ * unsampled tracked block, or an untracked one) saves no registers. */
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
 	block_index(s, p);
-	prof_forget_small(s, p);
-	push_checked(s->cls, p);
+	unsigned cls = s->cls;
+	ha_tcache *tc = &ha_tc;
+	uint64_t *tr = trailer_of(p, cls);
+	uint64_t t = *tr;
+	uint32_t tag = (uint32_t)((uintptr_t)p >> 4) ^ __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED);
+	if ((uint32_t)(t >> 32) == tag) {
+		if (HA_UNLIKELY(((uint32_t)t & HA_TR_SAMPLED) || tc->state != 1)) {
+			free_prof_rare(s, p);
+			return;
+		}
+		*tr = 0;
+		ha_tnode *nd = tc->node;
+		BUMP(nd->prof_free_bytes, (uint32_t)t);
+		BUMP(nd->prof_free_count, 1);
+	}
+	push_checked(cls, p);
 }
 
 /* End of a big block's tracked life; v is its header word (read before the
