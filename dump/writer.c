@@ -212,9 +212,13 @@ int ha_writer_file(const char *path, int64_t r)
 		return ENAMETOOLONG;
 	memcpy(tmp, path, pl);
 	memcpy(tmp + pl, ".tmp", 5);
+	/* The temporary name is predictable: whatever sits there (a stale file,
+	 * a symlink planted in /tmp, a FIFO) is removed, never followed or
+	 * waited on, and the file is created afresh (O_EXCL|O_NOFOLLOW). */
 	int fd;
+	unlink(tmp);
 	do
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return errno;
