@@ -8,11 +8,14 @@
  * that each class keeps one empty span to avoid thrashing.
  *
  * Empty spans beyond that go to a pool of free spans (records and memory
- * together, at most SPAN_POOL_BYTES), reused by any class with the same span
- * size.  What does not fit the pool, and the whole pool at malloc_trim(),
- * is returned with madvise(MADV_DONTNEED) first: mimalloc keeps a page of
- * several spans as long as one of them lives, so without it a heap that
- * shrank would keep its RSS.
+ * together), reused by any class with the same span size: a hot part of at
+ * most SPAN_HOT_BYTES stays resident; past it, spans are madvise'd
+ * (MADV_DONTNEED) and kept cold, up to SPAN_COLD_BYTES of address space,
+ * and only past that returned to mimalloc.  Cold spans cost no RSS, while
+ * memory handed back to mimalloc costs some: mi_free writes its free-list
+ * link into the block and faults one page of every span back in, and
+ * mimalloc keeps a page of several spans while one of them lives.
+ * malloc_trim() turns the hot part cold.
  *
  * Never calls malloc.  Drops its lock while getting a new span from the
  * back-end.  Span records come from meta.c and are recycled here.
@@ -21,7 +24,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define SPAN_POOL_BYTES ((size_t)4 << 20)
+#define SPAN_HOT_BYTES ((size_t)4 << 20)
+#define SPAN_COLD_BYTES ((size_t)1 << 30)
 
 #define TRANSFER_SLOTS 16
 /* All classes' transfer caches together hold at most this much: objects
@@ -41,10 +45,10 @@ typedef struct central {
 static central centrals[HA_NCLASSES];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_span *rec_free;
-/* the free-span pool, under rec_lock: a list per span size */
-#define POOL_SIZES 16
-static struct { uint32_t bytes; ha_span *head; } pool[POOL_SIZES];
-static size_t pool_bytes;
+/* the free-span pool, under rec_lock: per span size, a hot and a cold list */
+#define POOL_SIZES 32
+static struct { uint32_t bytes; ha_span *hot, *cold; } pool[POOL_SIZES];
+static size_t hot_bytes, cold_bytes;
 
 void ha_central_init(void)
 {
@@ -96,36 +100,60 @@ static void list_remove(central *c, ha_span *s)
 	s->on_list = 0;
 }
 
-/* Put an empty span (pagemap cleared) in the pool; 0 if it is full. */
+/* The pool slot for a span size (POOL_SIZES distinct sizes at most; there
+ * are fewer span sizes than that).  rec_lock held. */
+static int pool_slot(uint32_t bytes)
+{
+	for (unsigned i = 0; i < POOL_SIZES; i++)
+		if (pool[i].bytes == bytes || pool[i].bytes == 0) {
+			pool[i].bytes = bytes;
+			return (int)i;
+		}
+	return -1;
+}
+
+/* Put an empty span (pagemap cleared) in the pool: hot while there is
+ * room, else cold (madvise'd here, outside the lock).  0 if it is full. */
 static int pool_put(ha_span *s, uint32_t bytes)
 {
-	int ok = 0;
+	int where = 0, i;
 	pthread_mutex_lock(&rec_lock);
-	if (pool_bytes + bytes <= SPAN_POOL_BYTES)
-		for (unsigned i = 0; i < POOL_SIZES; i++)
-			if (pool[i].bytes == bytes || pool[i].bytes == 0) {
-				pool[i].bytes = bytes;
-				s->next = pool[i].head;
-				pool[i].head = s;
-				pool_bytes += bytes;
-				ok = 1;
-				break;
-			}
+	i = pool_slot(bytes);
+	if (i >= 0 && hot_bytes + bytes <= SPAN_HOT_BYTES) {
+		s->next = pool[i].hot;
+		pool[i].hot = s;
+		hot_bytes += bytes;
+		where = 1;
+	} else if (i >= 0 && cold_bytes + bytes <= SPAN_COLD_BYTES) {
+		cold_bytes += bytes;   /* reserved; linked once its pages are gone */
+		where = 2;
+	}
 	pthread_mutex_unlock(&rec_lock);
-	return ok;
+	if (where == 2) {
+		madvise((void *)s->base, bytes, MADV_DONTNEED);
+		pthread_mutex_lock(&rec_lock);
+		s->next = pool[i].cold;
+		pool[i].cold = s;
+		pthread_mutex_unlock(&rec_lock);
+	}
+	return where != 0;
 }
 
 static ha_span *pool_take(uint32_t bytes)
 {
 	ha_span *s = NULL;
-	if (!__atomic_load_n(&pool_bytes, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
 		return NULL;
 	pthread_mutex_lock(&rec_lock);
 	for (unsigned i = 0; i < POOL_SIZES && pool[i].bytes; i++)
-		if (pool[i].bytes == bytes && pool[i].head) {
-			s = pool[i].head;
-			pool[i].head = s->next;
-			pool_bytes -= bytes;
+		if (pool[i].bytes == bytes) {
+			if ((s = pool[i].hot) != NULL) {
+				pool[i].hot = s->next;
+				hot_bytes -= bytes;
+			} else if ((s = pool[i].cold) != NULL) {
+				pool[i].cold = s->next;
+				cold_bytes -= bytes;
+			}
 			break;
 		}
 	pthread_mutex_unlock(&rec_lock);
@@ -192,24 +220,50 @@ static void span_release(ha_span *s)
 		span_unmap(s, bytes);
 }
 
-/* malloc_trim: the whole pool back to the OS and mimalloc. */
-static void pool_drain(void)
+/* Cold spans back to mimalloc: only when memory ran out (they hold
+ * address space, which RLIMIT_AS counts). */
+static void pool_release_cold(void)
 {
 	for (;;) {
 		ha_span *s = NULL;
 		uint32_t bytes = 0;
 		pthread_mutex_lock(&rec_lock);
 		for (unsigned i = 0; i < POOL_SIZES && !s; i++)
-			if (pool[i].head) {
-				s = pool[i].head;
+			if ((s = pool[i].cold) != NULL) {
+				pool[i].cold = s->next;
 				bytes = pool[i].bytes;
-				pool[i].head = s->next;
-				pool_bytes -= bytes;
+				cold_bytes -= bytes;
 			}
 		pthread_mutex_unlock(&rec_lock);
 		if (!s)
 			return;
-		span_unmap(s, bytes);
+		ha_arena_span_free((void *)s->base);
+		rec_put(s);
+	}
+}
+
+/* malloc_trim: every hot span's pages back to the OS; the spans go cold. */
+static void pool_drain(void)
+{
+	for (;;) {
+		ha_span *s = NULL;
+		int i = 0;
+		pthread_mutex_lock(&rec_lock);
+		for (; i < POOL_SIZES && !s; i++)
+			if ((s = pool[i].hot) != NULL) {
+				pool[i].hot = s->next;
+				hot_bytes -= pool[i].bytes;
+			}
+		pthread_mutex_unlock(&rec_lock);
+		if (!s)
+			return;
+		uint32_t bytes = pool[i - 1].bytes;
+		madvise((void *)s->base, bytes, MADV_DONTNEED);
+		pthread_mutex_lock(&rec_lock);
+		s->next = pool[i - 1].cold;
+		pool[i - 1].cold = s;
+		cold_bytes += bytes;
+		pthread_mutex_unlock(&rec_lock);
 	}
 }
 
@@ -368,6 +422,13 @@ static void drain(int all_empty)
 void ha_central_trim(void)
 {
 	drain(1);
+}
+
+/* Out of memory: that, and the cold spans' address space too. */
+void ha_central_release_all(void)
+{
+	drain(1);
+	pool_release_cold();
 }
 
 /* A thread exited: the batches other threads handed over while it ran pin

@@ -90,7 +90,7 @@ static unsigned aligned_class(size_t n, size_t align)
 void ha_release_cached(void)
 {
 	ha_huge_trim();
-	ha_central_trim();
+	ha_central_release_all();
 	ha_arena_trim();
 }
 

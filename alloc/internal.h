@@ -141,6 +141,7 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head);
  * thread exiting or trimming), so their spans can empty and go. */
 void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans);
 void ha_central_trim(void);
+void ha_central_release_all(void);      /* trim + cold spans' address space */
 void ha_central_thread_exited(void);   /* drains transfer batches past 1 MiB */
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes);
 void ha_central_prefork(void);
