@@ -11,7 +11,10 @@
  *     the lines, lines in gperftools' widths, a blank line,
  *     MAPPED_LIBRARIES:, the maps with only the 4th permission character of
  *     each line's 2nd field changed from s to p); written under PATH.tmp,
- *     renamed to PATH once, nothing unlinked;
+ *     renamed to PATH once, nothing unlinked once it was created (clearing
+ *     PATH.tmp before creating it is allowed, nothing else);
+ *   - ha_writer_maps_copy() alone, into a memory buffer, gives the same
+ *     normalised maps;
  *   - failure: an errno is returned, PATH.tmp is unlinked (when it was
  *     created), nothing is renamed into place, the temp file is closed.
  */
@@ -66,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 8)
 		return 0;
 	fz_reset();
+	fz.expect_tmp = PATH ".tmp";
 	const uint8_t *c = data;
 	fz.read_chunk = c[0] ? (size_t)c[0] * 7 % 8192 + 1 : 8192;
 	fz.read_eintr = c[1] & 1 ? 3 : 0;
@@ -189,6 +193,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("failure but the file was renamed into place");
 		if (fz.opened_out && (fz.unlinked != 1 || strcmp(fz.unlink_path, PATH ".tmp")))
 			die("failure but PATH.tmp was not removed");
+	}
+	/* the seam: the maps copy alone, into memory */
+	if (fault != 9 && fault != 11) {
+		fz.maps_pos = 0;
+		fz.reads = 0;
+		ha_out mo = { NULL, 0, 0, -1, 0 };
+		ha_writer_maps_copy(&mo, FZ_MAPS_FD);
+		if (mo.err || mo.len != wn - maps_at ||
+		    (mo.len && memcmp(mo.buf, want + maps_at, mo.len)))
+			die("ha_writer_maps_copy gave other bytes than the reference");
+		ha_raw_free(mo.buf);
 	}
 	free(want);
 	for (unsigned i = 0; i < nl; i++)

@@ -3,6 +3,7 @@
  * environment built from the input, with alloc/log.c's real message
  * formatting (its write(2) is captured by the stand-ins).
  *
+ * ha_options_load_from(env) is the seam dump/ added for this target.
  * Input: NUL-separated strings.  The first is also fed to each parser
  * directly; each string becomes an environment entry — as is when it holds
  * '=', else as the value of the variable chosen by its first byte.
@@ -23,8 +24,6 @@
 
 #include "dump/prof.h"
 #include "tests/fuzz/standins.h"
-
-extern char **environ;
 
 static const char *const names[] = {
 	"HEAPPROFILE", "HEAP_PROFILE_SAMPLE_INTERVAL", "HEAP_PROFILE_ALLOCATION_INTERVAL",
@@ -113,10 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sprintf(env[k++], "%s=%s", name, val);
 		}
 	}
-	char **saved = environ;
-	environ = env;
-	ha_options_load();
-	environ = saved;
+	ha_options_load_from(env);          /* the seam: any environment array */
 
 	ha_prof_options *o = &ha_prof_opt;
 	if (o->sample_interval < 1 || o->alloc_interval < 0 || o->dealloc_interval < 0 ||

@@ -17,6 +17,7 @@ void fz_reset(void)
 	free(fz.log);
 	memset(&fz, 0, sizeof fz);
 	fz.read_chunk = 8192;
+	fz.expect_tmp = "";
 	fz.write_chunk = (size_t)-1;
 }
 
@@ -183,6 +184,13 @@ int fz_rename(const char *from, const char *to)
 
 int fz_unlink(const char *path)
 {
+	if (!fz.opened_out) {             /* clearing the name before creating it */
+		fz.preunlinked++;
+		if (strcmp(path, fz.expect_tmp))
+			abort();          /* unlinking something else */
+		errno = ENOENT;
+		return -1;
+	}
 	fz.unlinked++;
 	strncpy(fz.unlink_path, path, sizeof fz.unlink_path - 1);
 	return 0;

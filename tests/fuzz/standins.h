@@ -34,6 +34,8 @@ typedef struct fz_script {
 	size_t out_len, out_cap;
 	int reads, writes, mallocs;
 	int opened_out, closed_out, renamed, unlinked;
+	int preunlinked;          /* unlink of the temp name before it was opened */
+	const char *expect_tmp;   /* the only name that may be unlinked before */
 	char out_path[4200], rename_from[4200], rename_to[4200], unlink_path[4200];
 	char *log;                /* everything ha_log wrote to fd 2 */
 	size_t log_len, log_cap;
