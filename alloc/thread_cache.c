@@ -11,8 +11,10 @@
  *             one whose first allocation comes in the last round of TSD
  *             destructors, which never sees our destructor — strands at
  *             most a few objects;
- *   budget    when the whole cache holds more than HA_TC_BUDGET, every list
- *             gives back half;
+ *   budget    when the whole cache holds more than its share of
+ *             HA_TC_TOTAL (divided among live threads, between 256 KiB and
+ *             4 MiB), every list gives back half — so 64 threads keep about
+ *             32 MiB in caches, not 64 x 4 MiB;
  *   exit      the pthread key destructor hands every list back.
  * A thread that has exited (state 2) keeps working: its lists have max 0,
  * so every free goes straight to the central cache and every malloc takes
@@ -29,7 +31,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define HA_TC_BUDGET ((uint64_t)4 << 20)
+#define HA_TC_TOTAL ((uint64_t)32 << 20)
+#define HA_TC_MIN ((uint64_t)256 << 10)
+#define HA_TC_MAX ((uint64_t)4 << 20)
+static unsigned live_threads;   /* atomic */
+
+static uint64_t budget(void)
+{
+	unsigned n = __atomic_load_n(&live_threads, __ATOMIC_RELAXED);
+	uint64_t b = HA_TC_TOTAL / (n ? n : 1);
+	return b < HA_TC_MIN ? HA_TC_MIN : b > HA_TC_MAX ? HA_TC_MAX : b;
+}
 
 HA_TLS ha_tcache ha_tc;
 
@@ -53,6 +65,7 @@ static void retire_node(ha_tnode *nd)
 	nd->prof_free_bytes = nd->prof_free_count = 0;
 	nd->cached_bytes = 0;
 	__atomic_store_n(&nd->live, 0, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&live_threads, 1, __ATOMIC_RELAXED);
 }
 
 ha_tcache *ha_tcache_attach(void)
@@ -77,6 +90,7 @@ ha_tcache *ha_tcache_attach(void)
 	}
 	nd->tid = tid;
 	nd->live = 1;
+	__atomic_fetch_add(&live_threads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&registry_lock);
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		tc->list[c].max = 1;
@@ -189,7 +203,7 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 			return;
 	}
 	give_back(l, cls, l->len < batch ? l->len : batch, 0);
-	if (cache_bytes(tc) > HA_TC_BUDGET)
+	if (cache_bytes(tc) > budget())
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
 			give_back(&tc->list[c], c, tc->list[c].len / 2, 1);
 			if (tc->list[c].max > ha_class_batch[c])

@@ -225,7 +225,9 @@ int main(int argc, char **argv)
 		(unsigned long long)mid.large_blocks, (unsigned long long)mid.metadata_bytes >> 10);
 
 	CHECK_EQ(corrupt, 0);
-	CHECK_GE(ops, 100000);
+	/* progress, not speed (UBSan builds on a loaded CI machine run ~10x
+	 * slower): a deadlock or a stall leaves far fewer */
+	CHECK_GE(ops, 10000);
 	CHECK_LE(rss_end - rss_1s, 96 * 1024);
 	CHECK_LE(mid.prof_memory, 2 * early.prof_memory + (1 << 20));
 	CHECK_LE(rss_end, 1024 * 1024);
