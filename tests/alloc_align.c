@@ -3,7 +3,8 @@
  * has room) gives an aligned block whose requested and usable size are all
  * writable; posix_memalign rejects a non-power-of-two or < sizeof(void *)
  * alignment with EINVAL and leaves the out pointer alone; absurd sizes and
- * alignments fail cleanly; valloc/pvalloc are page-aligned and pvalloc
+ * alignments fail cleanly; zero-byte aligned blocks are unique;
+ * valloc/pvalloc are page-aligned and pvalloc
  * rounds the size up to a whole page. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -237,8 +238,34 @@ static void valloc_pvalloc(void)
 	}
 }
 
+/* Zero-byte aligned blocks are unique, like malloc(0). */
+static void zero_size_unique(void)
+{
+	enum { N = 300 };
+	static uintptr_t v[N * 3];
+	int k = 0;
+	for (int i = 0; i < N; i++) {
+		void *p = NULL;
+		CHECK_EQ(posix_memalign(&p, 4096, sz(0)), 0);
+		v[k++] = (uintptr_t)p;
+		v[k++] = (uintptr_t)aligned_alloc(64, sz(0));
+		v[k++] = (uintptr_t)memalign(256, sz(0));
+	}
+	size_t nulls = 0, dups = 0;
+	for (int i = 0; i < k; i++) {
+		nulls += !v[i];
+		for (int j = i + 1; j < k; j++)
+			dups += v[i] && v[i] == v[j];
+	}
+	CHECK_EQ(nulls, 0);
+	CHECK_EQ(dups, 0);
+	for (int i = 0; i < k; i++)
+		free((void *)v[i]);
+}
+
 int main(void)
 {
+	zero_size_unique();
 	posix_memalign_einval();
 	absurd();
 	valloc_pvalloc();
