@@ -124,9 +124,9 @@ static void large_back(const char *what)
 
 static void *thread_body(void *arg)
 {
-	void *p = malloc(100);
+	void *p = malloc(100); // this thread now has a cache of its own
 	memset(p, 1, 100);
-	sleep(0); // keep the thread's cache alive while main looks
+	pthread_barrier_wait((pthread_barrier_t *)arg); // main looks now
 	pthread_barrier_wait((pthread_barrier_t *)arg);
 	pthread_barrier_wait((pthread_barrier_t *)arg);
 	free(p);
