@@ -128,7 +128,6 @@ static void *thread_body(void *arg)
 	memset(p, 1, 100);
 	pthread_barrier_wait((pthread_barrier_t *)arg); // main looks now
 	pthread_barrier_wait((pthread_barrier_t *)arg);
-	pthread_barrier_wait((pthread_barrier_t *)arg);
 	free(p);
 	return NULL;
 }
