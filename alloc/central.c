@@ -28,6 +28,9 @@
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
 
 #define TRANSFER_SLOTS 16
+/* Empty spans a class keeps before handing them to the pool: refilling
+ * from a kept span costs no page-map update. */
+#define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
 /* All classes' transfer caches together hold at most this much: objects
  * past it go back to their spans, so a heap that shrank can shrink. */
 #define TRANSFER_BYTES ((uint64_t)8 << 20)
@@ -40,6 +43,7 @@ typedef struct central {
 	ha_span *partial;        /* spans with free or uncarved objects */
 	uint64_t nspans;
 	uint64_t free_objs;      /* in spans and batches */
+	uint64_t empty_bytes;    /* in empty spans kept on the list */
 } __attribute__((aligned(64))) central;
 
 static central centrals[HA_NCLASSES];
@@ -274,6 +278,10 @@ static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **
 	uint32_t size = ha_class_size[cls];
 	while (got < want && c->partial) {
 		ha_span *s = c->partial;
+		if (s->kept_empty) {
+			s->kept_empty = 0;
+			c->empty_bytes -= ha_class_span_bytes[cls];
+		}
 		while (got < want && s->freelist) {
 			void *o = s->freelist;
 			s->freelist = *(void **)o;
@@ -339,7 +347,13 @@ static void to_span(central *c, void *o, ha_span **dead)
 	c->free_objs++;
 	if (!s->on_list)
 		list_push(c, s);
-	if (s->nfree == s->carved && (c->partial != s || s->next)) {
+	if (s->nfree == s->carved) {
+		uint32_t bytes = ha_class_span_bytes[s->cls];
+		if (c->empty_bytes + bytes <= KEEP_EMPTY_BYTES || (c->partial == s && !s->next)) {
+			c->empty_bytes += bytes;   /* keep it for the next refill */
+			s->kept_empty = 1;
+			return;
+		}
 		list_remove(c, s);
 		c->nspans--;
 		c->free_objs -= s->nobj;
@@ -404,6 +418,10 @@ static void drain(int all_empty)
 		for (ha_span *s = all_empty ? c->partial : NULL, *next; s; s = next) {
 			next = s->next;
 			if (s->nfree == s->carved) {
+				if (s->kept_empty) {
+					s->kept_empty = 0;
+					c->empty_bytes -= ha_class_span_bytes[cls];
+				}
 				list_remove(c, s);
 				c->nspans--;
 				c->free_objs -= s->nobj;

@@ -76,7 +76,8 @@ typedef struct ha_span {
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
 	struct ha_span *next, *prev;  /* central partial/empty list */
-	uint32_t on_list;
+	uint16_t on_list;
+	uint16_t kept_empty;     /* counted in its class's kept empty bytes */
 } ha_span;
 
 

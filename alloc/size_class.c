@@ -17,8 +17,8 @@
  *
  * Span size: the smallest multiple of 4 KiB, at least 64 KiB and 8 objects,
  * whose tail waste is at most 1/32 of the span.  Batch: objects moved per
- * transfer between a thread cache and the central cache, 64 KiB worth,
- * clamped to [2, 32].
+ * transfer between a thread cache and the central cache, 128 KiB worth,
+ * clamped to [4, 32].
  * Never allocates; called once from ha_init_slow().
  */
 #include "alloc/internal.h"
@@ -74,8 +74,8 @@ void ha_size_class_init(void)
 	}
 	for (c = 1; c < HA_NCLASSES; c++) {
 		uint32_t s = ha_class_size[c];
-		uint32_t b = 65536 / s;
-		ha_class_batch[c] = b < 2 ? 2 : b > 32 ? 32 : b;
+		uint32_t b = 131072 / s;
+		ha_class_batch[c] = b < 4 ? 4 : b > 32 ? 32 : b;
 		ha_class_span_bytes[c] = pick_span(s);
 		/* ceil(2^32/s): exact quotient for offsets < 2^32/s * ... (span < 1 MiB) */
 		ha_class_recip[c] = (uint32_t)(((uint64_t)1 << 32) / s + 1);

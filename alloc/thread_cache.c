@@ -12,8 +12,8 @@
  *             destructors, which never sees our destructor — strands at
  *             most a few objects;
  *   budget    when the whole cache holds more than its share of
- *             HA_TC_TOTAL (divided among live threads, between 256 KiB and
- *             4 MiB), every list gives back half — so 64 threads keep about
+ *             HA_TC_TOTAL (divided among live threads, between 64 KiB and
+ *             4 MiB), checked on every refill and overflow, every list gives back half — so 64 threads keep about
  *             32 MiB in caches, not 64 x 4 MiB;
  *   exit      the pthread key destructor hands every list back.
  * A thread that has exited (state 2) keeps working: its lists have max 0,
@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #define HA_TC_TOTAL ((uint64_t)32 << 20)
-#define HA_TC_MIN ((uint64_t)256 << 10)
+#define HA_TC_MIN ((uint64_t)64 << 10)
 #define HA_TC_MAX ((uint64_t)4 << 20)
 static unsigned live_threads;   /* atomic */
 
@@ -108,19 +108,16 @@ static uint64_t cache_bytes(const ha_tcache *tc)
 	return b;
 }
 
-static void note_bytes(ha_tcache *tc)
-{
-	if (tc->node)
-		__atomic_store_n(&tc->node->cached_bytes, cache_bytes(tc), __ATOMIC_RELAXED);
-}
 
-/* A list holds at most 4 batches and, past one batch, at most 32 KiB. */
+/* A list holds at most 4 batches and, past one batch, at most 64 KiB. */
 static inline uint32_t list_cap(unsigned cls)
 {
-	uint32_t b = ha_class_batch[cls], bytes = 32768 / ha_class_size[cls];
+	uint32_t b = ha_class_batch[cls], bytes = 65536 / ha_class_size[cls];
 	uint32_t cap = 4 * b < bytes ? 4 * b : bytes;
 	return cap > b ? cap : b;
 }
+
+static void enforce_budget(ha_tcache *tc);
 
 static void grow(ha_tlist *l, unsigned cls)
 {
@@ -164,7 +161,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	l->len += got - 1;
 	if (tc->state == 1) {
 		grow(l, cls);
-		note_bytes(tc);
+		enforce_budget(tc);
 	}
 	return p;
 }
@@ -181,6 +178,23 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 	*(void **)tail = NULL;
 	l->len -= count;
 	ha_central_release(cls, head, count, to_spans);
+}
+
+/* Over its share of the total budget, the cache gives back half of every
+ * list (and lowers their max) until it is under. */
+static void enforce_budget(ha_tcache *tc)
+{
+	uint64_t b = budget(), have;
+	while ((have = cache_bytes(tc)) > b) {
+		for (unsigned c = 1; c < HA_NCLASSES; c++) {
+			ha_tlist *l = &tc->list[c];
+			give_back(l, c, l->len > 1 ? l->len / 2 : l->len, 1);
+			if (l->max > ha_class_batch[c])
+				l->max -= ha_class_batch[c];
+		}
+	}
+	if (tc->node)
+		__atomic_store_n(&tc->node->cached_bytes, have, __ATOMIC_RELAXED);
 }
 
 void ha_tcache_overflow(ha_tlist *l, unsigned cls)
@@ -203,13 +217,7 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 			return;
 	}
 	give_back(l, cls, l->len < batch ? l->len : batch, 0);
-	if (cache_bytes(tc) > budget())
-		for (unsigned c = 1; c < HA_NCLASSES; c++) {
-			give_back(&tc->list[c], c, tc->list[c].len / 2, 1);
-			if (tc->list[c].max > ha_class_batch[c])
-				tc->list[c].max -= ha_class_batch[c];
-		}
-	note_bytes(tc);
+	enforce_budget(tc);
 }
 
 static void flush_all(ha_tcache *tc)
