@@ -6,20 +6,8 @@
 # suffixes and signal names heapalloc accepts) print nothing at all.
 # Runs without HEAPPROFILE (options are parsed at every start), then once
 # with it to check the warning is printed once, not once per parse.
-prog="${top_builddir:-.}/tests/rel_prog"
-[ -x "$prog" ] || { echo "HARD ERROR: $prog missing"; exit 99; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ha_relenv_XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-hangs=0
-hung() {  # after a run: stop the whole driver once runs start hanging
-	[ "$1" -eq 124 ] || return 0
-	hangs=$((hangs + 1))
-	if [ $hangs -ge 2 ]; then
-		echo "FAIL: $hangs runs hung (killed after 10 s each); giving up on the rest"
-		exit 1
-	fi
-}
+. "${top_srcdir:-.}/tests/rel_lib.sh"
+rel_setup relenv
 huge9=$(head -c 5000 /dev/zero | tr '\0' 9)
 hugex=$(head -c 20000 /dev/zero | tr '\0' x)
 

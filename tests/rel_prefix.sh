@@ -5,22 +5,8 @@
 # message naming the problem, the program runs on and exits 0.  Spaces, a
 # newline and UTF-8 multibyte characters → files named byte for byte, no
 # temporary file left, and HEAPPROFILE unchanged in the live environment.
-prog="${top_builddir:-.}/tests/rel_prog"
-[ -x "$prog" ] || { echo "HARD ERROR: $prog missing"; exit 99; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ha_relprefix_XXXXXX") || exit 99
-io=$(mktemp -d "${TMPDIR:-/tmp}/ha_relprefix_io_XXXXXX") || exit 99
-trap 'rm -rf "$tmp" "$io"' EXIT
-fails=0
-hangs=0
-hung() {  # after a run: stop the whole driver once runs start hanging
-	[ "$1" -eq 124 ] || return 0
-	hangs=$((hangs + 1))
-	if [ $hangs -ge 2 ]; then
-		echo "FAIL: $hangs runs hung (killed after 10 s each); giving up on the rest"
-		exit 1
-	fi
-}
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/rel_lib.sh"
+rel_setup relprefix io
 
 # run PREFIX: the program must run normally whatever the prefix
 run() {

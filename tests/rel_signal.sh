@@ -5,21 +5,8 @@
 # a HeapProfilerStart) → the program's handler runs every time, nothing
 # aborts, exit status 0.  (gperftools aborts when the signal already has a
 # handler; the spec asks for better.)
-prog="${top_builddir:-.}/tests/rel_prog"
-[ -x "$prog" ] || { echo "HARD ERROR: $prog missing"; exit 99; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/ha_relsig_XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-hangs=0
-hung() {  # after a run: stop the whole driver once runs start hanging
-	[ "$1" -eq 124 ] || return 0
-	hangs=$((hangs + 1))
-	if [ $hangs -ge 2 ]; then
-		echo "FAIL: $hangs runs hung (killed after 10 s each); giving up on the rest"
-		exit 1
-	fi
-}
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/rel_lib.sh"
+rel_setup relsig
 usr1=$(kill -l USR1 2>/dev/null || echo 10)
 [ "$usr1" -gt 0 ] 2>/dev/null || usr1=10
 
