@@ -534,7 +534,7 @@ static inline size_t pow2_up(size_t a)
 {
 	if (a <= 1)
 		return 1;
-	if (a > ((size_t)1 << 62))
+	if (a > ((size_t)1 << 63))   /* glibc: EINVAL past SIZE_MAX / 2 + 1 */
 		return 0;
 	return (size_t)1 << (64 - __builtin_clzl(a - 1));
 }
