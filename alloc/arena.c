@@ -24,7 +24,9 @@ typedef struct lhdr {
 	uint32_t magic;
 } lhdr;
 
-static uint64_t large_blocks, large_bytes; /* atomics */
+static ha_counter large_blocks_c, large_bytes_c; /* atomics, own lines */
+#define large_blocks (large_blocks_c.v)
+#define large_bytes (large_bytes_c.v)
 
 static inline lhdr *hdr_of(const void *p)
 {

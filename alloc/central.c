@@ -34,7 +34,8 @@
 /* All classes' transfer caches together hold at most this much: objects
  * past it go back to their spans, so a heap that shrank can shrink. */
 #define TRANSFER_BYTES ((uint64_t)8 << 20)
-static uint64_t transfer_bytes;   /* atomic */
+static ha_counter transfer;        /* bytes in all transfer caches (atomic) */
+#define transfer_bytes (transfer.v)
 
 typedef struct central {
 	pthread_mutex_t lock;

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-int ha_prof_active;
-uint64_t ha_slow_allocs;
+ha_hot_t ha_hot;
+ha_counter ha_slow_allocs;
 /* defined in operators.cc: pulls the operators into static links */
 extern const char ha_operators_anchor;
 __attribute__((used)) static const char *const ha_keep_operators = &ha_operators_anchor;
@@ -129,7 +129,7 @@ static void *alloc_plain_once(size_t n, size_t align, int zero)
 			memset(p, 0, n);
 		return p;
 	}
-	__atomic_fetch_add(&ha_slow_allocs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
 	if (align <= HA_MIN_ALIGN && n >= HA_HUGE_MIN)
 		return ha_huge_alloc(n, zero);
 	return ha_arena_large_alloc(n, align, zero);
@@ -180,7 +180,6 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 #define HA_TRAILER 8
 #define HA_BIG_TRACKED ((uint64_t)1 << 62)
 #define HA_TR_SAMPLED 0x80000000u
-uint32_t ha_prof_key;
 
 static inline uint64_t *trailer_of(void *p, unsigned cls)
 {
@@ -641,7 +640,7 @@ void ha_alloc_stats(heapalloc_stats *out)
 {
 	uint64_t hb, hbytes, hcached, tcb;
 	ha_ensure_init();
-	out->mallocs = __atomic_load_n(&ha_slow_allocs, __ATOMIC_RELAXED);
+	out->mallocs = __atomic_load_n(&ha_slow_allocs.v, __ATOMIC_RELAXED);
 	ha_central_stats(&out->small_spans, &out->small_span_bytes, &out->small_free_bytes);
 	out->thread_caches = ha_tcache_count(&tcb);
 	out->thread_cache_bytes = tcb;

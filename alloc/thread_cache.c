@@ -34,7 +34,7 @@
 #define HA_TC_TOTAL ((uint64_t)32 << 20)
 #define HA_TC_MIN ((uint64_t)64 << 10)
 #define HA_TC_MAX ((uint64_t)4 << 20)
-static unsigned live_threads;   /* atomic */
+static unsigned live_threads __attribute__((aligned(64)));   /* atomic */
 
 static uint64_t budget(void)
 {
@@ -80,7 +80,9 @@ ha_tcache *ha_tcache_attach(void)
 	while (nd && nd->live)
 		nd = nd->next;
 	if (!nd) {
-		nd = ha_meta_alloc(sizeof *nd);
+		/* meta memory is 16-aligned: take a line more and align */
+		char *raw = ha_meta_alloc(sizeof *nd + 64);
+		nd = raw ? (ha_tnode *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : NULL;
 		if (!nd) {
 			pthread_mutex_unlock(&registry_lock);
 			ha_fatal("out of memory for a thread record", NULL);
@@ -145,7 +147,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	unsigned want = 1;
 	if (tc->state == 1)
 		want = l->max < ha_class_batch[cls] ? l->max : ha_class_batch[cls];
-	__atomic_fetch_add(&ha_slow_allocs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
 	void *head;
 	unsigned got = ha_central_fetch(cls, want, &head);
 	if (HA_UNLIKELY(!got)) {
@@ -302,8 +304,6 @@ void ha_tcache_prof_totals(uint64_t out[4])
 
 /* The countdown lives in each thread's TLS, which only the owner may
  * touch; a new value reaches a thread at its next profiling allocation. */
-unsigned ha_countdown_epoch;
-int64_t ha_countdown_value;
 
 void ha_tcache_reset_countdowns(int64_t v)
 {
