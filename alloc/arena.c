@@ -131,10 +131,9 @@ void ha_arena_large_free(void *p)
 	mi_free(base);
 }
 
-size_t ha_arena_trim(void)
+void ha_arena_trim(void)
 {
 	mi_collect(true);
-	return 0;
 }
 
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes)

@@ -81,10 +81,6 @@ typedef struct ha_span {
 } ha_span;
 
 
-static inline uint32_t ha_span_index(const ha_span *s, uintptr_t p)
-{
-	return (uint32_t)(((uint64_t)(p - s->base) * ha_class_recip[s->cls]) >> 32);
-}
 
 /* ---- pagemap.c ---------------------------------------------------------- */
 #define HA_PM_LEAF_BITS 14   /* a leaf (128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
@@ -111,7 +107,7 @@ void ha_arena_large_free(void *p);
 size_t ha_arena_large_usable(const void *p);
 uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
 int ha_arena_is_large(const void *p);         /* header magic intact */
-size_t ha_arena_trim(void);                   /* mimalloc collects */
+void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 void ha_arena_init(void);
 /* Raw memory for the profiler and other internals: never sampled, never in
