@@ -44,17 +44,6 @@ static inline void *small_pop(unsigned cls, size_t n)
 	return ha_tcache_refill(cls, n);
 }
 
-/* Index of p in its span; aborts unless p is the start of a block. */
-static inline uint32_t block_index(const ha_span *s, const void *p)
-{
-	uintptr_t off = (uintptr_t)p - s->base;
-	unsigned cls = s->cls;
-	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj))
-		ha_fatal("free(): invalid pointer (not the start of a block)", p);
-	return idx;
-}
-
 static inline void push_checked(unsigned cls, void *p)
 {
 	ha_tlist *l = &ha_tc.list[cls];
@@ -66,10 +55,20 @@ static inline void push_checked(unsigned cls, void *p)
 		ha_tcache_overflow(l, cls);
 }
 
+static HA_NOINLINE void free_small_odd(ha_span *s, void *p);
+
+/* free of p in span s with profiling off: p must be a block's start, else
+ * it is a profiled block (or an invalid pointer) for free_small_odd(). */
 static inline void small_push(ha_span *s, void *p)
 {
-	block_index(s, p);
-	push_checked(s->cls, p);
+	uintptr_t off = (uintptr_t)p - s->base;
+	unsigned cls = s->cls;
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj)) {
+		free_small_odd(s, p);
+		return;
+	}
+	push_checked(cls, p);
 }
 
 /* Smallest class >= n whose size is a multiple of align (align <= 4096,
@@ -94,29 +93,35 @@ void ha_release_cached(void)
 	ha_arena_trim();
 }
 
-static void *alloc_plain_once(size_t n, size_t align, int zero);
+static void *alloc_plain_once(size_t n, size_t align, int zero, int big);
 
-/* Allocation without profiling. align: 0 or a power of two. */
-static void *alloc_plain(size_t n, size_t align, int zero)
+/* Allocation without profiling. align: 0 or a power of two.  big: never
+ * from a size class (the block gets a large or huge header). */
+static void *alloc_plain_big(size_t n, size_t align, int zero, int big)
 {
-	void *p = alloc_plain_once(n, align, zero);
+	void *p = alloc_plain_once(n, align, zero, big);
 	if (HA_UNLIKELY(!p) && n <= ((size_t)1 << 46)) {
 		ha_release_cached();
-		p = alloc_plain_once(n, align, zero);
+		p = alloc_plain_once(n, align, zero, big);
 		if (!p)
 			errno = ENOMEM;
 	}
 	return p;
 }
 
-static void *alloc_plain_once(size_t n, size_t align, int zero)
+static void *alloc_plain(size_t n, size_t align, int zero)
+{
+	return alloc_plain_big(n, align, zero, 0);
+}
+
+static void *alloc_plain_once(size_t n, size_t align, int zero, int big)
 {
 	ha_ensure_init();
 	unsigned cls = 0;
 	if (align <= HA_MIN_ALIGN) {
-		if (n <= HA_SMALL_MAX)
+		if (n <= HA_SMALL_MAX && !big)
 			cls = ha_size_to_class(n);
-	} else {
+	} else if (!big) {
 		cls = aligned_class(n, align);
 	}
 	if (cls) {
@@ -152,73 +157,102 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 {
 	if (HA_LIKELY(tc->state == 1)) {
 		ha_tnode *nd = tc->node;
-		if (is_free) {
+		if (is_free)
 			BUMP(nd->prof_free_bytes, bytes);
-			BUMP(nd->prof_free_count, 1);
-		} else {
+		else
 			BUMP(nd->prof_alloc_bytes, bytes);
-			BUMP(nd->prof_alloc_count, 1);
-		}
 	} else if (is_free) {
-		ha_tcache_retire_prof(0, 0, bytes, 1);
+		ha_tcache_retire_prof(0, bytes);
 	} else {
-		ha_tcache_retire_prof(bytes, 1, 0, 0);
+		ha_tcache_retire_prof(bytes, 0);
 	}
 }
 
-/* Small blocks allocated while profiling carry an 8-byte trailer in their
- * last bytes (the request is placed in the class of n + 8, so the program
- * never owns them):
- *     low 32 bits   requested size | HA_TR_SAMPLED
- *     high 32 bits  tag = (p >> 4) ^ ha_prof_key
- * The tag tells a tracked block from one allocated before profiling began,
- * or in an earlier profiling session (the key changes at every start); a
- * free clears it.  The trailer sits in the block itself, usually in a line
- * the program just touched: no side table, no page-map walk in malloc.
- * A block allocated before profiling began is mistaken for a tracked one
- * only if its last 4 bytes equal the tag by chance (2^-32). */
-#define HA_TRAILER 8
+/* A small block allocated while profiling starts with a 16-byte header and
+ * the program gets block + 16 (block + align for an aligned request; the
+ * header is always the 16 bytes before the program's pointer):
+ *     word 0   requested size (low 31 bits) | HA_HDR_SAMPLED,
+ *              high 32 bits: the profiling session (ha_prof_key)
+ *     word 1   the header's address ^ ha_hdr_secret
+ * The header shares a cache line with the bytes the program touches first,
+ * so free reads no line the program did not (a trailer at the block's end
+ * cost the server bench a cache miss per operation on blocks > 64 B).
+ * Blocks are told apart by the pointer's offset in its block: 0 is a block
+ * from outside profiling, anything else must carry a header whose word 1
+ * checks out — else the pointer is invalid and free aborts as before.
+ * Word 1 is cleared on free, so a second free of the same pointer aborts.
+ * Only blocks of the current session count in the totals. */
+#define HA_HDR 16
+#define HA_HDR_SAMPLED 0x80000000u
 #define HA_BIG_TRACKED ((uint64_t)1 << 62)
-#define HA_TR_SAMPLED 0x80000000u
 
-static inline uint64_t *trailer_of(void *p, unsigned cls)
+static inline uint64_t hdr_check(const uint64_t *h)
 {
-	return (uint64_t *)((char *)p + ha_class_size[cls] - HA_TRAILER);
+	return (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
 }
 
-static inline uint64_t trailer_make(void *p, size_t n)
+static inline uint64_t hdr_word(size_t n)
 {
-	uint32_t tag = (uint32_t)((uintptr_t)p >> 4) ^ __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED);
-	return (uint64_t)tag << 32 | (uint32_t)n;
+	return (uint64_t)__atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED) << 32 | (uint32_t)n;
 }
 
-/* The requested size of a tracked small block (flags included), or -1. */
-static inline int64_t trailer_read(void *p, unsigned cls)
+/* Class for a request of n bytes plus the header, or 0 (goes large).  A
+ * 0-byte request gets 1 byte: its pointer must lie inside its block. */
+static inline unsigned hdr_class(size_t n)
 {
-	uint64_t t = *trailer_of(p, cls);
-	uint32_t tag = (uint32_t)((uintptr_t)p >> 4) ^ __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED);
-	return (uint32_t)(t >> 32) == tag ? (int64_t)(uint32_t)t : -1;
+	if (HA_LIKELY(n <= HA_SMALL_MAX - HA_HDR))
+		return ha_size_to_class(n + HA_HDR + (n == 0));
+	return n <= HA_SMALL_MAX ? HA_CLASS_HDR_MAX : 0;
 }
 
-/* Record a new block of n requested bytes: exact totals, its size in the
- * trailer or header, the countdown, and a sample when one is due.  A small
- * block must have been allocated with room for the trailer. */
-static void prof_note_alloc(void *p, size_t n)
+/* Where p sits in its span: *bp the block's start; returns p's offset in
+ * it.  Aborts if p is outside the span's blocks. */
+static inline uintptr_t block_of(const ha_span *s, const void *p, char **bp)
+{
+	uintptr_t off = (uintptr_t)p - s->base;
+	unsigned cls = s->cls;
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	if (HA_UNLIKELY(idx >= s->nobj))
+		ha_fatal("free(): invalid pointer (not the start of a block)", p);
+	uintptr_t rem = off - (uintptr_t)idx * ha_class_size[cls];
+	*bp = (char *)p - rem;
+	return rem;
+}
+
+/* The header of p, which sits rem bytes into its block, or NULL when p is
+ * a plain block (rem == 0).  Aborts on a pointer that is neither; a header
+ * whose check word free cleared means the block was freed already. */
+static uint64_t *hdr_of(void *p, uintptr_t rem, const char *what)
+{
+	if (rem == 0)
+		return NULL;
+	uint64_t *h = (uint64_t *)p - 2;
+	if (HA_UNLIKELY(rem < HA_HDR || (rem & (HA_MIN_ALIGN - 1)) || h[1] != hdr_check(h))) {
+		if (rem >= HA_HDR && !(rem & (HA_MIN_ALIGN - 1)) && h[1] == 0)
+			ha_fatal("double free or corruption (a profiled block freed twice?)", p);
+		ha_fatal(what, p);
+	}
+	return h;
+}
+
+/* Record a new block of n requested bytes at p: exact totals, its size in
+ * the header (small: already placed by the caller) or big-block header,
+ * the countdown, and a sample when one is due. */
+static void prof_note_alloc(void *p, size_t n, uint64_t *h)
 {
 	ha_tcache *tc = &ha_tc;
 	if (tc->state == 0)
 		ha_tcache_attach();
 	unsigned epoch = __atomic_load_n(&ha_countdown_epoch, __ATOMIC_ACQUIRE);
-	if (HA_UNLIKELY(tc->epoch != epoch)) {
-		tc->epoch = epoch;
+	if (HA_UNLIKELY(tc->epoch != epoch) && tc->state == 1) {
+		tc->epoch = epoch;   /* only a live thread takes the fast path */
 		tc->sample_left = __atomic_load_n(&ha_countdown_value, __ATOMIC_RELAXED);
 	}
 	prof_count(tc, 0, n);
-	ha_span *s = ha_pagemap_get(p);
-	uint64_t *tr = NULL, *lreq = NULL;
-	if (s) {
-		tr = trailer_of(p, s->cls);
-		*tr = trailer_make(p, n);
+	uint64_t *lreq = NULL;
+	if (h) {
+		h[0] = hdr_word(n);
+		h[1] = hdr_check(h);
 	} else {
 		lreq = big_req(p);
 		*lreq = HA_BIG_TRACKED | n;
@@ -230,8 +264,8 @@ static void prof_note_alloc(void *p, size_t n)
 		int sampled = 0;
 		left = ha_prof_on_alloc(p, n, &sampled);
 		if (sampled) {
-			if (tr)
-				*tr |= HA_TR_SAMPLED;
+			if (h)
+				h[0] |= HA_HDR_SAMPLED;
 			else
 				*lreq |= HA_LARGE_SAMPLED;
 		}
@@ -239,89 +273,121 @@ static void prof_note_alloc(void *p, size_t n)
 	tc->sample_left = left;
 }
 
-/* Room for the trailer of a small block; a request that would not leave
- * room in the largest class goes large (large blocks have a header). */
-static inline size_t with_trailer(size_t n)
+static void *small_alloc_once(unsigned cls, size_t n)
 {
-	if (n <= HA_SMALL_MAX - HA_TRAILER)
-		return n + HA_TRAILER;
-	return n <= HA_SMALL_MAX ? HA_SMALL_MAX + 1 : n;
+	ha_ensure_init();
+	return small_pop(cls, n);
 }
 
 /* The general profiling path: any size, alignment, zeroing. */
 static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 {
-	void *p = alloc_plain(with_trailer(n), align, zero);
-	if (HA_LIKELY(p != NULL))
-		prof_note_alloc(p, n);
+	size_t pad = align <= HA_MIN_ALIGN ? HA_HDR : align;
+	unsigned cls = 0;
+	if (align <= HA_MIN_ALIGN)
+		cls = hdr_class(n);
+	else if (n < HA_SMALL_MAX - pad)
+		cls = aligned_class(n + pad + (n == 0), align);
+	if (!cls) {
+		void *p = alloc_plain_big(n, align, zero, 1);
+		if (HA_LIKELY(p != NULL))
+			prof_note_alloc(p, n, NULL);
+		return p;
+	}
+	char *b = small_alloc_once(cls, n + pad);
+	if (HA_UNLIKELY(!b)) {
+		ha_release_cached();
+		b = small_alloc_once(cls, n + pad);
+		if (!b) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	char *p = b + pad;
+	if (zero)
+		memset(p, 0, n);
+	prof_note_alloc(p, n, (uint64_t *)p - 2);
 	return p;
 }
 
 /* malloc with profiling on, n <= 32 KiB: the plain fast path plus the
- * countdown's subtract-and-branch, two counter bumps and the trailer.
- * Anything unusual (empty list, a sample due, a thread not attached, a new
- * countdown to take) goes to alloc_prof(). */
+ * countdown's subtract-and-branch, one counter and the header.  Anything
+ * unusual (empty list, a sample due, a thread not live, a new countdown to
+ * take: tc->epoch is current only in a live thread) goes to alloc_prof(). */
 static HA_NOINLINE void *malloc_prof_small(size_t n)
 {
 	ha_tcache *tc = &ha_tc;
-	unsigned cls = ha_size_to_class(with_trailer(n));
+	unsigned cls = hdr_class(n);
 	ha_tlist *l = &tc->list[cls];
-	void *p = l->head;
+	char *b = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
-	if (HA_UNLIKELY(!p || left <= 0 || tc->state != 1 ||
+	if (HA_UNLIKELY(!b || left <= 0 ||
 			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
 		return alloc_prof(n, 0, 0);
-	l->head = *(void **)p;
+	l->head = *(void **)b;
 	l->len--;
 	tc->sample_left = left;
-	ha_tnode *nd = tc->node;
-	BUMP(nd->prof_alloc_bytes, n);
-	BUMP(nd->prof_alloc_count, 1);
-	*trailer_of(p, cls) = trailer_make(p, n);
-	return p;
+	BUMP(tc->node->prof_alloc_bytes, n);
+	uint64_t *h = (uint64_t *)b;
+	h[0] = hdr_word(n);
+	h[1] = hdr_check(h);
+	return b + HA_HDR;
 }
 
-/* free of a small block with profiling on: clear its trailer, count it,
- * tell the profiler if it was sampled. */
-static inline void prof_forget_small(ha_span *s, void *p)
+/* End of a tracked small block's life (h: its header, checked): count it
+ * if it belongs to this session, tell the profiler if it was sampled. */
+static void prof_forget_small(void *p, uint64_t *h)
 {
-	int64_t v = trailer_read(p, s->cls);
-	if (v >= 0) {
-		*trailer_of(p, s->cls) = 0;
-		size_t req = (size_t)(v & ~(int64_t)HA_TR_SAMPLED);
-		prof_count(&ha_tc, 1, req);
-		if (HA_UNLIKELY(v & HA_TR_SAMPLED))
-			ha_prof_on_free(p, req);
-	}
+	uint64_t w = h[0];
+	h[1] = 0;
+	if (!ha_prof_active || (uint32_t)(w >> 32) != ha_prof_key)
+		return;
+	size_t req = (uint32_t)w & ~HA_HDR_SAMPLED;
+	prof_count(&ha_tc, 1, req);
+	if (HA_UNLIKELY(w & HA_HDR_SAMPLED))
+		ha_prof_on_free(p, req);
 }
 
-static HA_NOINLINE void free_prof_rare(ha_span *s, void *p)
+/* free of a small block that is not a plain block start: a tracked block
+ * (profiling on or off), or an invalid pointer (aborts). */
+static HA_NOINLINE void free_small_odd(ha_span *s, void *p)
 {
-	prof_forget_small(s, p);
-	push_checked(s->cls, p);
+	char *b;
+	uintptr_t rem = block_of(s, p, &b);
+	uint64_t *h = hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
+	if (h)
+		prof_forget_small(p, h);
+	push_checked(s->cls, b);
 }
 
-/* Every call in here is a tail call or noreturn, so the common case (an
- * unsampled tracked block, or an untracked one) saves no registers. */
+/* free with profiling on.  The common case, a block of this session that
+ * was not sampled, in a live thread: clear the header's check word, count
+ * its bytes, push the block.  Every call is a tail call or noreturn. */
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
-	block_index(s, p);
+	uintptr_t off = (uintptr_t)p - s->base;
 	unsigned cls = s->cls;
-	ha_tcache *tc = &ha_tc;
-	uint64_t *tr = trailer_of(p, cls);
-	uint64_t t = *tr;
-	uint32_t tag = (uint32_t)((uintptr_t)p >> 4) ^ __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED);
-	if ((uint32_t)(t >> 32) == tag) {
-		if (HA_UNLIKELY(((uint32_t)t & HA_TR_SAMPLED) || tc->state != 1)) {
-			free_prof_rare(s, p);
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	uintptr_t rem = off - (uintptr_t)idx * ha_class_size[cls];
+	uint64_t *h = (uint64_t *)p - 2;
+	if (HA_UNLIKELY(rem != HA_HDR || idx >= s->nobj)) {
+		if (rem == 0 && idx < s->nobj) {
+			push_checked(cls, p);   /* allocated before profiling */
 			return;
 		}
-		*tr = 0;
-		ha_tnode *nd = tc->node;
-		BUMP(nd->prof_free_bytes, (uint32_t)t);
-		BUMP(nd->prof_free_count, 1);
+		free_small_odd(s, p);
+		return;
 	}
-	push_checked(cls, p);
+	uint64_t w = h[0];
+	ha_tcache *tc = &ha_tc;
+	if (HA_UNLIKELY(h[1] != hdr_check(h) || (uint32_t)(w >> 32) != ha_prof_key ||
+			(w & HA_HDR_SAMPLED) || tc->state != 1)) {
+		free_small_odd(s, p);
+		return;
+	}
+	h[1] = 0;
+	BUMP(tc->node->prof_free_bytes, (uint32_t)w);
+	push_checked(cls, h);
 }
 
 /* End of a big block's tracked life; v is its header word (read before the
@@ -342,7 +408,7 @@ static void prof_forget_big(uint64_t v, void *p)
 static HA_NOINLINE void *malloc_slow(size_t n)
 {
 	if (ha_prof_active)
-		return n <= HA_SMALL_MAX - HA_TRAILER ? malloc_prof_small(n) : alloc_prof(n, 0, 0);
+		return n <= HA_SMALL_MAX ? malloc_prof_small(n) : alloc_prof(n, 0, 0);
 	return alloc_plain(n, 0, 0);
 }
 
@@ -400,11 +466,11 @@ size_t ha_usable_size(const void *p)
 		return 0;
 	ha_span *s = ha_pagemap_get(p);
 	if (s) {
-		block_index(s, p);
-		/* a tracked block's last 8 bytes are the profiler's */
-		if (ha_prof_active && trailer_read((void *)p, s->cls) >= 0)
-			return ha_class_size[s->cls] - HA_TRAILER;
-		return ha_class_size[s->cls];
+		char *b;
+		uintptr_t rem = block_of(s, p, &b);
+		/* a tracked block's header is the profiler's */
+		hdr_of((void *)p, rem, "malloc_usable_size(): invalid pointer");
+		return ha_class_size[s->cls] - rem;
 	}
 	if (ha_huge_is(p))
 		return ha_huge_usable(p);
@@ -428,14 +494,20 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	void *q = NULL;
 	if (s) {
-		block_index(s, p);
-		old = ha_usable_size(p);
-		if (!ha_prof_active) {
-			if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
+		char *b;
+		uintptr_t rem = block_of(s, p, &b);
+		uint64_t *h = hdr_of(p, rem, "realloc(): invalid pointer");
+		old = ha_class_size[s->cls] - rem;
+		if (!h) {
+			if (!ha_prof_active && n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
 				return p;
-		} else if (n <= HA_SMALL_MAX - HA_TRAILER && ha_size_to_class(n + HA_TRAILER) == s->cls) {
-			prof_forget_small(s, p);
-			prof_note_alloc(p, n);
+		} else if (rem == HA_HDR && hdr_class(n) == s->cls) {
+			/* a tracked block stays tracked: with profiling on that
+			 * counts as a free plus an allocation */
+			if (ha_prof_active) {
+				prof_forget_small(p, h);
+				prof_note_alloc(p, n, h);
+			}
 			return p;
 		}
 	} else if (ha_huge_is(p)) {
@@ -447,7 +519,7 @@ void *ha_realloc(void *p, size_t n)
 				if (ha_prof_active) {
 					*ha_huge_req(q) = 0;
 					prof_forget_big(v, p);
-					prof_note_alloc(q, n);
+					prof_note_alloc(q, n, NULL);
 				}
 				return q;
 			}
@@ -462,7 +534,7 @@ void *ha_realloc(void *p, size_t n)
 				uint64_t v = *r;
 				*r = 0;
 				prof_forget_big(v, p);
-				prof_note_alloc(p, n);
+				prof_note_alloc(p, n, NULL);
 			}
 			return p;
 		}
@@ -483,8 +555,7 @@ HA_EXPORT void *malloc(size_t n)
 	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
 		if (HA_LIKELY(!ha_prof_active))
 			return small_pop(ha_size_to_class(n), n);
-		if (n <= HA_SMALL_MAX - HA_TRAILER)
-			return malloc_prof_small(n);
+		return malloc_prof_small(n);
 	}
 	return malloc_slow(n);
 }

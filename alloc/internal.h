@@ -43,7 +43,10 @@
 #define HA_PAGE_SHIFT 12
 #define HA_PAGE_SIZE ((size_t)1 << HA_PAGE_SHIFT)
 #define HA_SMALL_MAX 32768        /* largest size served by a size class */
-#define HA_NCLASSES 73            /* class 0 unused; 1..72 real */
+#define HA_NCLASSES 74            /* class 0 unused; 1..72 real, 73 below */
+/* 34 KiB, only for a profiled request of 32 KiB - 15 .. 32 KiB plus its
+ * 16-byte header (alloc/entry.c); ha_size_to_class() never returns it */
+#define HA_CLASS_HDR_MAX 73
 #define HA_MIN_ALIGN 16
 #define HA_LARGE_HDR 16           /* header before every large block */
 
@@ -164,8 +167,7 @@ typedef struct ha_tnode {
 	int tid;
 	/* exact profiling totals (requested sizes), written only by the owner
 	 * with relaxed stores, summed by readers */
-	uint64_t prof_alloc_bytes, prof_alloc_count;
-	uint64_t prof_free_bytes, prof_free_count;
+	uint64_t prof_alloc_bytes, prof_free_bytes;
 	uint64_t cached_bytes;    /* bytes in the cache, as of its last slow path */
 } __attribute__((aligned(64))) ha_tnode;  /* own cache line: owners write it on
 					   * every profiled malloc/free */
@@ -175,7 +177,8 @@ typedef struct ha_tcache {
 	int64_t sample_left;     /* profiler countdown in requested bytes */
 	ha_tnode *node;          /* registry record while state == 1 */
 	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
-	unsigned epoch;          /* last ha_countdown_epoch this thread took */
+	unsigned epoch;          /* last ha_countdown_epoch this thread took;
+				  * 0 (never current) unless state == 1 */
 } ha_tcache;
 
 extern HA_TLS ha_tcache ha_tc;
@@ -185,15 +188,17 @@ extern HA_TLS ha_tcache ha_tc;
  * 2-thread server bench a third of its throughput in cache-line traffic). */
 typedef struct ha_hot {
 	int prof_active;         /* profiling on: malloc/free take the prof path */
-	uint32_t prof_key;       /* tags the trailers of this profiling session */
-	unsigned countdown_epoch;
+	uint32_t prof_key;       /* the profiling session, in block headers */
+	unsigned countdown_epoch;  /* never 0 once profiling has started */
 	int64_t countdown_value;
+	uint64_t hdr_secret;     /* random, set once: checks block headers */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_active (ha_hot.prof_active)
 #define ha_prof_key (ha_hot.prof_key)
 #define ha_countdown_epoch (ha_hot.countdown_epoch)
 #define ha_countdown_value (ha_hot.countdown_value)
+#define ha_hdr_secret (ha_hot.hdr_secret)
 /* A counter that threads bump, alone on its cache line. */
 typedef struct ha_counter {
 	uint64_t v;
@@ -201,12 +206,15 @@ typedef struct ha_counter {
 
 void *ha_tcache_refill(unsigned cls, size_t n);      /* slow path of pop */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
-void ha_tcache_retire_prof(uint64_t ab, uint64_t ac, uint64_t fb, uint64_t fc);
+void ha_tcache_retire_prof(uint64_t alloc_bytes, uint64_t free_bytes);
 void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
-void ha_tcache_prof_totals(uint64_t out[4]);  /* alloc bytes, count, free bytes, count */
+/* out[0] allocated, out[2] freed bytes (requested sizes); out[1], out[3]
+ * (object counts) are 0: nothing reads them, and not keeping them saves
+ * every profiled malloc and free a store */
+void ha_tcache_prof_totals(uint64_t out[4]);
 /* Every thread's countdown becomes v at its next profiling allocation
  * (threads compare ha_tcache.epoch with ha_countdown_epoch). */
 void ha_tcache_reset_countdowns(int64_t v);

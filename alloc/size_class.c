@@ -9,6 +9,8 @@
  *   576 ... 1024          step 64    | 1152 ... 2048     step 128
  *   2304 ... 4096         step 256   | 4608 ... 8192     step 512
  *   9216 ... 16384        step 1024  | 18432 ... 32768   step 2048
+ *   34816: only for a profiled block of up to 32 KiB plus its 16-byte
+ *   header (HA_CLASS_HDR_MAX); the lookup arrays stop at 32 KiB
  *
  * Worst waste per row: 15/32 (request 17 in 32, bounded by 15 bytes), then
  * (step-1)/(lower+step): 15/144 = 10.4%, 31/288 = 10.8%, ... -> 11.1%.
@@ -38,6 +40,7 @@ static unsigned fill_sizes(void)
 	for (uint32_t lo = 128; lo < 32768; lo *= 2)
 		for (uint32_t s = lo + lo / 8; s <= 2 * lo; s += lo / 8)
 			ha_class_size[c++] = s;
+	ha_class_size[c++] = 32768 + 2048;   /* HA_CLASS_HDR_MAX */
 	return c;
 }
 

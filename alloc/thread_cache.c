@@ -59,10 +59,8 @@ static inline uint64_t rd(const uint64_t *p)
  * lock held. */
 static void retire_node(ha_tnode *nd)
 {
-	ha_tcache_retire_prof(rd(&nd->prof_alloc_bytes), rd(&nd->prof_alloc_count),
-			      rd(&nd->prof_free_bytes), rd(&nd->prof_free_count));
-	nd->prof_alloc_bytes = nd->prof_alloc_count = 0;
-	nd->prof_free_bytes = nd->prof_free_count = 0;
+	ha_tcache_retire_prof(rd(&nd->prof_alloc_bytes), rd(&nd->prof_free_bytes));
+	nd->prof_alloc_bytes = nd->prof_free_bytes = 0;
 	nd->cached_bytes = 0;
 	__atomic_store_n(&nd->live, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_sub(&live_threads, 1, __ATOMIC_RELAXED);
@@ -234,12 +232,10 @@ void ha_tcache_flush_self(void)
 		flush_all(&ha_tc);
 }
 
-void ha_tcache_retire_prof(uint64_t ab, uint64_t ac, uint64_t fb, uint64_t fc)
+void ha_tcache_retire_prof(uint64_t alloc_bytes, uint64_t free_bytes)
 {
-	__atomic_fetch_add(&retired[0], ab, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&retired[1], ac, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&retired[2], fb, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&retired[3], fc, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&retired[0], alloc_bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&retired[2], free_bytes, __ATOMIC_RELAXED);
 }
 
 void ha_tcache_thread_exit(void *arg)
@@ -249,6 +245,7 @@ void ha_tcache_thread_exit(void *arg)
 	if (tc->state != 1)
 		return;
 	tc->state = 2;
+	tc->epoch = 0;          /* off the profiled fast path: node goes */
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		tc->list[c].max = 0;
 	flush_all(tc);
@@ -295,9 +292,7 @@ void ha_tcache_prof_totals(uint64_t out[4])
 	for (ha_tnode *nd = registry; nd; nd = nd->next)
 		if (__atomic_load_n(&nd->live, __ATOMIC_ACQUIRE)) {
 			out[0] += rd(&nd->prof_alloc_bytes);
-			out[1] += rd(&nd->prof_alloc_count);
 			out[2] += rd(&nd->prof_free_bytes);
-			out[3] += rd(&nd->prof_free_count);
 		}
 	pthread_mutex_unlock(&registry_lock);
 }
@@ -307,11 +302,14 @@ void ha_tcache_prof_totals(uint64_t out[4])
 
 void ha_tcache_reset_countdowns(int64_t v)
 {
-	/* a new session: trailers written before no longer count */
+	/* a new session: blocks whose headers name an earlier one no longer
+	 * count */
 	uint32_t k = ha_prof_key * 0x9e3779b9u + 0x7f4a7c15u + (uint32_t)(uintptr_t)&v;
 	__atomic_store_n(&ha_prof_key, k ? k : 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_countdown_value, v, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&ha_countdown_epoch, 1, __ATOMIC_RELEASE);
+	/* 0 is the epoch of a thread that may not take the fast path */
+	if (__atomic_add_fetch(&ha_countdown_epoch, 1, __ATOMIC_RELEASE) == 0)
+		__atomic_fetch_add(&ha_countdown_epoch, 1, __ATOMIC_RELEASE);
 }
 
 void ha_tcache_prefork(void)
