@@ -171,9 +171,11 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 /* A small block allocated while profiling starts with a 16-byte header and
  * the program gets block + 16 (block + align for an aligned request; the
  * header is always the 16 bytes before the program's pointer):
- *     word 0   requested size (low 31 bits) | HA_HDR_SAMPLED,
- *              high 32 bits: the profiling session (ha_prof_key)
- *     word 1   the header's address ^ ha_hdr_secret
+ *     word 0   requested size | HA_HDR_SAMPLED
+ *     word 1   the header's address ^ ha_hdr_secret ^ session << 32
+ *              (session: ha_prof_key, never 0), i.e. address ^ ha_hdr_mask
+ *              for a block of the current session: one compare checks
+ *              both that the header is real and that the block counts
  * The header shares a cache line with the bytes the program touches first,
  * so free reads no line the program did not (a trailer at the block's end
  * cost the server bench a cache miss per operation on blocks > 64 B).
@@ -183,17 +185,20 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
  * Word 1 is cleared on free, so a second free of the same pointer aborts.
  * Only blocks of the current session count in the totals. */
 #define HA_HDR 16
-#define HA_HDR_SAMPLED 0x80000000u
+#define HA_HDR_SAMPLED ((uint64_t)1 << 63)
 #define HA_BIG_TRACKED ((uint64_t)1 << 62)
 
+/* Check word for a header at h in the current session. */
 static inline uint64_t hdr_check(const uint64_t *h)
 {
-	return (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
+	return (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
 }
 
-static inline uint64_t hdr_word(size_t n)
+/* The session of a real header, or 0 if h holds none. */
+static inline uint32_t hdr_session(const uint64_t *h)
 {
-	return (uint64_t)__atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED) << 32 | (uint32_t)n;
+	uint64_t x = h[1] ^ (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
+	return (uint32_t)x == 0 ? (uint32_t)(x >> 32) : 0;
 }
 
 /* Class for a request of n bytes plus the header, or 0 (goes large).  A
@@ -227,7 +232,7 @@ static uint64_t *hdr_of(void *p, uintptr_t rem, const char *what)
 	if (rem == 0)
 		return NULL;
 	uint64_t *h = (uint64_t *)p - 2;
-	if (HA_UNLIKELY(rem < HA_HDR || (rem & (HA_MIN_ALIGN - 1)) || h[1] != hdr_check(h))) {
+	if (HA_UNLIKELY(rem < HA_HDR || (rem & (HA_MIN_ALIGN - 1)) || !hdr_session(h))) {
 		if (rem >= HA_HDR && !(rem & (HA_MIN_ALIGN - 1)) && h[1] == 0)
 			ha_fatal("double free or corruption (a profiled block freed twice?)", p);
 		ha_fatal(what, p);
@@ -251,7 +256,7 @@ static void prof_note_alloc(void *p, size_t n, uint64_t *h)
 	prof_count(tc, 0, n);
 	uint64_t *lreq = NULL;
 	if (h) {
-		h[0] = hdr_word(n);
+		h[0] = n;
 		h[1] = hdr_check(h);
 	} else {
 		lreq = big_req(p);
@@ -329,7 +334,7 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 	tc->sample_left = left;
 	BUMP(tc->node->prof_alloc_bytes, n);
 	uint64_t *h = (uint64_t *)b;
-	h[0] = hdr_word(n);
+	h[0] = n;
 	h[1] = hdr_check(h);
 	return b + HA_HDR;
 }
@@ -339,10 +344,11 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 static void prof_forget_small(void *p, uint64_t *h)
 {
 	uint64_t w = h[0];
+	uint32_t session = hdr_session(h);
 	h[1] = 0;
-	if (!ha_prof_active || (uint32_t)(w >> 32) != ha_prof_key)
+	if (!ha_prof_active || session != ha_prof_key)
 		return;
-	size_t req = (uint32_t)w & ~HA_HDR_SAMPLED;
+	size_t req = (size_t)(w & ~HA_HDR_SAMPLED);
 	prof_count(&ha_tc, 1, req);
 	if (HA_UNLIKELY(w & HA_HDR_SAMPLED))
 		ha_prof_on_free(p, req);
@@ -380,13 +386,12 @@ static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 	}
 	uint64_t w = h[0];
 	ha_tcache *tc = &ha_tc;
-	if (HA_UNLIKELY(h[1] != hdr_check(h) || (uint32_t)(w >> 32) != ha_prof_key ||
-			(w & HA_HDR_SAMPLED) || tc->state != 1)) {
+	if (HA_UNLIKELY(h[1] != hdr_check(h) || (w & HA_HDR_SAMPLED) || tc->state != 1)) {
 		free_small_odd(s, p);
 		return;
 	}
 	h[1] = 0;
-	BUMP(tc->node->prof_free_bytes, (uint32_t)w);
+	BUMP(tc->node->prof_free_bytes, w);
 	push_checked(cls, h);
 }
 

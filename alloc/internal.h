@@ -192,6 +192,7 @@ typedef struct ha_hot {
 	unsigned countdown_epoch;  /* never 0 once profiling has started */
 	int64_t countdown_value;
 	uint64_t hdr_secret;     /* random, set once: checks block headers */
+	uint64_t hdr_mask;       /* hdr_secret ^ prof_key << 32 */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_active (ha_hot.prof_active)
@@ -199,6 +200,7 @@ extern ha_hot_t ha_hot;
 #define ha_countdown_epoch (ha_hot.countdown_epoch)
 #define ha_countdown_value (ha_hot.countdown_value)
 #define ha_hdr_secret (ha_hot.hdr_secret)
+#define ha_hdr_mask (ha_hot.hdr_mask)
 /* A counter that threads bump, alone on its cache line. */
 typedef struct ha_counter {
 	uint64_t v;
