@@ -202,11 +202,14 @@ static inline uint32_t hdr_session(const uint64_t *h)
 }
 
 /* Class for a request of n bytes plus the header, or 0 (goes large).  A
- * 0-byte request gets 1 byte: its pointer must lie inside its block. */
+ * 0-byte request gets 1 byte: its pointer must lie inside its block
+ * (ha_class_hdr_lo has that built in). */
 static inline unsigned hdr_class(size_t n)
 {
+	if (HA_LIKELY(n <= HA_HDR_LO_MAX))
+		return ha_class_hdr_lo[(n + 7) >> 3];
 	if (HA_LIKELY(n <= HA_SMALL_MAX - HA_HDR))
-		return ha_size_to_class(n + HA_HDR + (n == 0));
+		return ha_size_to_class(n + HA_HDR);
 	return n <= HA_SMALL_MAX ? HA_CLASS_HDR_MAX : 0;
 }
 

@@ -63,6 +63,10 @@ static inline unsigned ha_size_to_class(size_t n)
 {
 	return n <= 1024 ? ha_class_lo[(n + 7) >> 3] : ha_class_hi[(n + 127) >> 7];
 }
+/* The class of max(n, 1) + 16 for n <= HA_HDR_LO_MAX, in one load: a
+ * profiled block's request plus its header (alloc/entry.c). */
+#define HA_HDR_LO_MAX 1008
+extern uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 
 /* ---- meta.c ------------------------------------------------------------ */
 void *ha_meta_alloc(size_t bytes);    /* zeroed, 16-aligned, never freed */

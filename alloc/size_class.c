@@ -27,6 +27,7 @@
 
 uint8_t ha_class_lo[1024 / 8 + 1];
 uint8_t ha_class_hi[32768 / 128 + 1];
+uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 uint32_t ha_class_size[HA_NCLASSES];
 uint32_t ha_class_batch[HA_NCLASSES];
 uint32_t ha_class_span_bytes[HA_NCLASSES];
@@ -68,6 +69,10 @@ void ha_size_class_init(void)
 			c++;
 		ha_class_lo[i] = (uint8_t)c;
 	}
+	/* classes are multiples of 16, so a class holds n + 16 exactly when
+	 * it holds n rounded up to 8, plus 16 */
+	for (unsigned i = 0; i <= HA_HDR_LO_MAX / 8; i++)
+		ha_class_hdr_lo[i] = ha_class_lo[(i ? i * 8 + 16 : 17 + 7) >> 3];
 	c = 1;
 	for (unsigned i = 0; i <= 32768 / 128; i++) {
 		uint32_t sz = i * 128;
