@@ -63,6 +63,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -464,7 +466,9 @@ void ha_huge_free(void *p)
 static void *move_out(void *p, size_t old, size_t len)
 {
 	uintptr_t base = (uintptr_t)p - HA_LARGE_HDR;
-	void *m = mremap((void *)base, old, old, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+	/* the raw call: glibc's wrapper (2.36) passes a stray new_address
+	 * unless MREMAP_FIXED is set, and the kernel then fails with EINVAL */
+	void *m = (void *)syscall(SYS_mremap, base, old, old, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0);
 	if (m == MAP_FAILED && errno == EINVAL) {
 		/* a kernel before 5.7: move, then map the hole again unless
 		 * someone else's mapping took it (then it stays busy, lost) */
