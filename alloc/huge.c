@@ -53,10 +53,11 @@
  *     otherwise its pages move by mremap(MREMAP_DONTUNMAP) to a mapping of
  *     their own, which then grows by mremap — never a copy.  An own
  *     mapping is resized with mremap.
- * Never calls malloc.  One lock for the regions; no syscall under it except
- * the bitmaps' first allocation (meta memory, at most once per region
- * slot): pages to release are marked busy under the lock, released outside
- * it, then marked free and clean.
+ * Never calls malloc.  One lock for the regions and no syscall under it:
+ * regions are mapped (and their slot's bitmaps taken from meta memory)
+ * before it; pages to release are marked busy under it, released outside,
+ * then marked free and clean; an empty region leaves the table under it
+ * and is unmapped after.
  */
 #define _GNU_SOURCE 1   /* mremap */
 #include "alloc/internal.h"
@@ -242,19 +243,25 @@ static int region_add(size_t n)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return 0;
+	/* bitmaps for a slot that has none yet come from meta memory, taken
+	 * before the lock (a racy look: at worst 64 KiB of meta go unused) */
+	uint64_t *nb = NULL, *nd = NULL;
+	int have = 0;
+	for (unsigned r = 0; r < NREGIONS && !have; r++)
+		have = !__atomic_load_n(&regions[r].pages, __ATOMIC_RELAXED) && regions[r].busy;
+	if (!have) {
+		nb = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
+		nd = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
+	}
 	pthread_mutex_lock(&huge_lock);
 	hregion *R = NULL;
-	for (unsigned r = 0; r < NREGIONS && !R; r++)
-		if (!regions[r].pages)
+	for (unsigned r = 0; r < NREGIONS; r++)
+		if (!regions[r].pages && (!R || (!R->busy && regions[r].busy)))
 			R = &regions[r];
-	if (R && !R->busy) {
-		/* first use of the slot: meta memory, kept for the slot's later
-		 * regions (the lock order allows meta's lock inside ours) */
-		R->busy = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
-		R->dirty = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
-		if (!R->busy || !R->dirty)
-			R->busy = R->dirty = NULL;  /* leaked: meta is never freed */
-	} else if (R) {
+	if (R && !R->busy && nb && nd) {
+		R->busy = nb;
+		R->dirty = nd;
+	} else if (R && R->busy) {
 		memset(R->busy, 0, len / PG / 8);
 		memset(R->dirty, 0, len / PG / 8);
 	}
