@@ -334,16 +334,22 @@ static size_t release(int all)
 		}
 		/* the last free dirty page, and free pages before it */
 		size_t d = R->pages;
-		while (d) {
+		int found = 0;
+		while (d && !found) {
 			size_t w = (d - 1) >> 6;
 			uint64_t x = R->dirty[w] & ~R->busy[w];
 			if (d & 63)
 				x &= ((uint64_t)1 << (d & 63)) - 1;
 			if (x) {
 				d = w * 64 + 63 - (size_t)__builtin_clzll(x);
-				break;
+				found = 1;
+			} else {
+				d = w * 64;
 			}
-			d = w * 64;
+		}
+		if (!found) {   /* fdirty says otherwise: never seen */
+			pthread_mutex_unlock(&huge_lock);
+			return done;
 		}
 		size_t a = d, lo = want > d ? 0 : d + 1 - want;
 		while (a > lo && !(R->busy[(a - 1) >> 6] & ((uint64_t)1 << ((a - 1) & 63))))
