@@ -70,9 +70,24 @@ void ha_sampler_seed(uint64_t seed);
 /* Find heapalloc's and libunwind's text, pick the cache policy.  Call with no
  * lock held (uses dladdr / dl_iterate_phdr). */
 void ha_stack_init(void);
-/* Capture up to max return addresses starting at the caller of the
- * allocator entry point.  No lock may be held.  Returns the depth. */
-int ha_stack_capture(uintptr_t *pcs, int max);
+/* Stack capture, in two halves so that the sampling hook calls the unwinder
+ * from its own frame (one frame of ours fewer to walk and drop), and the
+ * stack is used in place (no copy):
+ *     uintptr_t raw[HA_STACK_RAW];  int want = ha_stack_want(), at;
+ *     int d = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
+ *                           max, &at);
+ *     if (d < 0)   (more of our frames than expected: walk the full depth)
+ *         d = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
+ *                           HA_STACK_RAW, max, &at);
+ *     then raw[at .. at+d) are the caller's frames, leaf first.
+ * No lock may be held while unwinding.  ha_stack_trim drops heapalloc's own
+ * frames (and libunwind's) and keeps up to max caller frames; it returns the
+ * depth, or -1 when it was asked for fewer than HA_STACK_RAW frames and the
+ * buffer filled up before max frames of the caller's (the hint then grows). */
+#define HA_STACK_RAW (HA_PROF_DEPTH + 24)
+extern int (*const ha_stack_unwind)(void **buf, int size);
+int ha_stack_want(void);
+int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start);
 /* Static links: learn heapalloc's functions by probing every entry point
  * once (call right after profiling turns on, no lock held).  1 if it ran
  * (its allocations then count in the allocator's totals). */

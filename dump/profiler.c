@@ -171,12 +171,20 @@ static void check_thresholds(void)
 /* ------------------------------------------------------------------ */
 /* the allocator hooks                                                 */
 
-static void record_sample(void *p, size_t req, int *sampled)
+/* Inlined into ha_prof_on_alloc so that the unwinder is called from the
+ * hook's own frame (dump/prof.h, stack capture). */
+static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled)
 {
-	uintptr_t pcs[HA_PROF_DEPTH];
-	int depth = ha_stack_capture(pcs, HA_PROF_DEPTH);   /* no lock held */
+	uintptr_t raw[HA_STACK_RAW];
+	int want = ha_stack_want(), at;   /* unwind with no lock held */
+	int depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
+				  HA_PROF_DEPTH, &at);
+	if (HA_UNLIKELY(depth < 0))
+		depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
+				      HA_STACK_RAW, HA_PROF_DEPTH, &at);
 	if (depth <= 0)
 		return;
+	const uintptr_t *pcs = raw + at;
 	ha_table_lock();
 	ha_bucket *b = ha_table_record(pcs, depth, req);
 	if (b) {
