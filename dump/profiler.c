@@ -185,8 +185,18 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
+	uint64_t h = ha_table_hash(pcs, depth, req);
+	/* the common case, a known stack: one stripe lock, no table lock */
+	int r = ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
+	if (HA_LIKELY(r >= 0)) {
+		if (r) {
+			*sampled = 1;
+			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
+		}
+		return;
+	}
 	ha_table_lock();
-	ha_bucket *b = ha_table_record(pcs, depth, req);
+	ha_bucket *b = ha_table_record_hashed(h, pcs, depth, req);
 	if (b) {
 		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
 			*sampled = 1;
