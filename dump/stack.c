@@ -267,8 +267,15 @@ int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start)
 {
 	int nr = __atomic_load_n(&nranges, __ATOMIC_ACQUIRE);
 	int i = 0;
-	while (i < n && ours(raw[i], nr))
-		i++;
+	if (HA_LIKELY(nr == 2)) {     /* shared library: our text, libunwind's */
+		uintptr_t a = ranges[0].lo, al = ranges[0].len;
+		uintptr_t b = ranges[1].lo, bl = ranges[1].len;
+		while (i < n && (raw[i] - a < al || raw[i] - b < bl))
+			i++;
+	} else {
+		while (i < n && ours(raw[i], nr))
+			i++;
+	}
 	if (HA_UNLIKELY(n == asked && n - i < max && asked < HA_STACK_RAW)) {
 		/* the buffer was full before max frames of the caller's: more
 		 * of ours than the hint; remember, and unwind again in full */
