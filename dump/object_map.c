@@ -23,11 +23,10 @@ typedef struct slot {
 } slot;
 
 typedef struct stripe {
-	pthread_mutex_t lock;
+	ha_plock lock;
 	slot *s;
 	size_t mask, used;
-	char pad[64 - sizeof(pthread_mutex_t) % 64];
-} stripe;
+} __attribute__((aligned(64))) stripe;   /* one cache line each */
 
 static stripe stripes[NSTRIPES];
 static int map_ready;
@@ -46,7 +45,7 @@ int ha_objmap_init(void)
 	static int once;
 	if (!once) {
 		for (int i = 0; i < NSTRIPES; i++)
-			pthread_mutex_init(&stripes[i].lock, NULL);
+			ha_plock_init(&stripes[i].lock);
 		once = 1;
 	}
 	map_ready = 1;
@@ -56,19 +55,19 @@ int ha_objmap_init(void)
 void ha_objmap_lock_all(void)
 {
 	for (int i = 0; i < NSTRIPES; i++)
-		pthread_mutex_lock(&stripes[i].lock);
+		ha_plock_lock(&stripes[i].lock);
 }
 
 void ha_objmap_unlock_all(void)
 {
 	for (int i = NSTRIPES - 1; i >= 0; i--)
-		pthread_mutex_unlock(&stripes[i].lock);
+		ha_plock_unlock(&stripes[i].lock);
 }
 
 void ha_objmap_postfork_child(void)
 {
 	for (int i = 0; i < NSTRIPES; i++)
-		pthread_mutex_init(&stripes[i].lock, NULL);
+		ha_plock_init(&stripes[i].lock);
 }
 
 /* Caller holds every stripe lock. */
@@ -104,17 +103,9 @@ static int grow(stripe *st)
 	return 0;
 }
 
-int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
+/* Caller holds st->lock; room for one more was made (grow). */
+static void put(stripe *st, uint64_t h, uintptr_t p, ha_bucket *b, size_t req)
 {
-	uint64_t h = mix(p);
-	stripe *st = &stripes[h & (NSTRIPES - 1)];
-	pthread_mutex_lock(&st->lock);
-	if (!st->s || (st->used + 1) * 2 > st->mask + 1) {
-		if (grow(st)) {
-			pthread_mutex_unlock(&st->lock);
-			return ENOMEM;
-		}
-	}
 	size_t j = (h >> 6) & st->mask;
 	while (st->s[j].addr && st->s[j].addr != p)
 		j = (j + 1) & st->mask;
@@ -128,24 +119,63 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
 	st->s[j].addr = p;
 	st->s[j].b = b;
 	st->s[j].req = req;
-	pthread_mutex_unlock(&st->lock);
+}
+
+static inline int need_grow(const stripe *st)
+{
+	return !st->s || (st->used + 1) * 2 > st->mask + 1;
+}
+
+int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
+{
+	uint64_t h = mix(p);
+	stripe *st = &stripes[h & (NSTRIPES - 1)];
+	ha_plock_lock(&st->lock);
+	if (need_grow(st) && grow(st)) {
+		ha_plock_unlock(&st->lock);
+		return ENOMEM;
+	}
+	put(st, h, p, b, req);
+	ha_plock_unlock(&st->lock);
 	return 0;
+}
+
+int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, size_t req)
+{
+	uint64_t h = mix(p);
+	stripe *st = &stripes[h & (NSTRIPES - 1)];
+	ha_plock_lock(&st->lock);
+	/* our stripe lock keeps the table alive while we look (prof.h) */
+	ha_bucket *b = ha_table_find(th, pcs, depth, req);
+	if (!b) {
+		ha_plock_unlock(&st->lock);
+		return -1;
+	}
+	if (need_grow(st) && grow(st)) {
+		ha_plock_unlock(&st->lock);
+		return 0;
+	}
+	__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+	put(st, h, p, b, req);
+	ha_plock_unlock(&st->lock);
+	return 1;
 }
 
 int ha_objmap_remove(uintptr_t p)
 {
 	uint64_t h = mix(p);
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
-	pthread_mutex_lock(&st->lock);
+	ha_plock_lock(&st->lock);
 	if (!st->s) {
-		pthread_mutex_unlock(&st->lock);
+		ha_plock_unlock(&st->lock);
 		return 0;
 	}
 	size_t j = (h >> 6) & st->mask;
 	while (st->s[j].addr && st->s[j].addr != p)
 		j = (j + 1) & st->mask;
 	if (!st->s[j].addr) {
-		pthread_mutex_unlock(&st->lock);
+		ha_plock_unlock(&st->lock);
 		return 0;
 	}
 	ha_bucket *b = st->s[j].b;
@@ -168,7 +198,7 @@ int ha_objmap_remove(uintptr_t p)
 	 * them all before freeing the table) */
 	__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&st->lock);
+	ha_plock_unlock(&st->lock);
 	return 1;
 }
 
@@ -176,10 +206,10 @@ void ha_objmap_stats(uint64_t *objects, uint64_t *memory)
 {
 	uint64_t o = 0, m = 0;
 	for (int i = 0; i < NSTRIPES; i++) {
-		pthread_mutex_lock(&stripes[i].lock);
+		ha_plock_lock(&stripes[i].lock);
 		o += stripes[i].used;
 		m += stripes[i].s ? (stripes[i].mask + 1) * sizeof(slot) : 0;
-		pthread_mutex_unlock(&stripes[i].lock);
+		ha_plock_unlock(&stripes[i].lock);
 	}
 	*objects = o;
 	*memory = m;

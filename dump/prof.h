@@ -16,8 +16,11 @@
  *   ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
- *   -> table lock (stack_table.c; short: lookup+insert, or a snapshot copy)
+ *   -> table lock (stack_table.c; short: a new bucket, or a snapshot copy)
  *   -> object-map stripe locks (ascending; short)
+ *      A sample of a known stack takes only its object's stripe lock and
+ *      finds the bucket without the table lock (ha_objmap_record); a new
+ *      stack drops the stripe lock, then takes table lock -> stripe lock.
  *   -> allocator locks (only inside ha_raw_malloc/ha_raw_free)
  * Rules: never unwind, dladdr or dl_iterate_phdr while holding any of these
  * (the unwinder takes the loader lock); never call the public malloc while
@@ -35,6 +38,67 @@
 #include "alloc/internal.h"
 
 #define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
+
+/* ---- the short locks (table, object-map stripes) ----------------------------
+ * A futex lock: one compare-and-swap to take it, one exchange to drop it
+ * when nobody waits (pthread_mutex_lock + unlock cost ~55 instructions, and
+ * a sample and a sampled free each take one of these).  0 free, 1 held,
+ * 2 held with possible waiters.  A short spin, then sleep in the kernel.
+ * Not recursive; fork: the prepare handler takes them all, the child
+ * re-initialises them (ha_plock_init). */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef struct ha_plock { int v; } ha_plock;
+#define HA_PLOCK_INIT { 0 }
+
+static inline void ha_plock_init(ha_plock *l)
+{
+	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
+}
+
+static __attribute__((noinline, cold, unused)) void ha_plock_slow(ha_plock *l)
+{
+	for (int i = 0; i < 64; i++) {
+		int c = 0;
+		if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#else
+		__asm__ volatile("" ::: "memory");
+#endif
+	}
+	/* from here on we may be sleeping, so whoever drops it must wake */
+	int e = errno;
+	while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0)
+		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	errno = e;
+}
+
+static __attribute__((noinline, cold, unused)) void ha_plock_wake(ha_plock *l)
+{
+	int e = errno;
+	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = e;
+}
+
+static inline void ha_plock_lock(ha_plock *l)
+{
+	int c = 0;
+	if (HA_UNLIKELY(!__atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
+						     __ATOMIC_RELAXED)))
+		ha_plock_slow(l);
+}
+
+static inline void ha_plock_unlock(ha_plock *l)
+{
+	if (HA_UNLIKELY(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2))
+		ha_plock_wake(l);
+}
 
 /* ---- options.c ----------------------------------------------------------- */
 typedef struct ha_prof_options {
@@ -70,9 +134,24 @@ void ha_sampler_seed(uint64_t seed);
 /* Find heapalloc's and libunwind's text, pick the cache policy.  Call with no
  * lock held (uses dladdr / dl_iterate_phdr). */
 void ha_stack_init(void);
-/* Capture up to max return addresses starting at the caller of the
- * allocator entry point.  No lock may be held.  Returns the depth. */
-int ha_stack_capture(uintptr_t *pcs, int max);
+/* Stack capture, in two halves so that the sampling hook calls the unwinder
+ * from its own frame (one frame of ours fewer to walk and drop), and the
+ * stack is used in place (no copy):
+ *     uintptr_t raw[HA_STACK_RAW];  int want = ha_stack_want(), at;
+ *     int d = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
+ *                           max, &at);
+ *     if (d < 0)   (more of our frames than expected: walk the full depth)
+ *         d = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
+ *                           HA_STACK_RAW, max, &at);
+ *     then raw[at .. at+d) are the caller's frames, leaf first.
+ * No lock may be held while unwinding.  ha_stack_trim drops heapalloc's own
+ * frames (and libunwind's) and keeps up to max caller frames; it returns the
+ * depth, or -1 when it was asked for fewer than HA_STACK_RAW frames and the
+ * buffer filled up before max frames of the caller's (the hint then grows). */
+#define HA_STACK_RAW (HA_PROF_DEPTH + 24)
+extern int (*const ha_stack_unwind)(void **buf, int size);
+int ha_stack_want(void);
+int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start);
 /* Static links: learn heapalloc's functions by probing every entry point
  * once (call right after profiling turns on, no lock held).  1 if it ran
  * (its allocations then count in the allocator's totals). */
@@ -102,6 +181,13 @@ void ha_table_destroy(void);
 /* Find or add the bucket for (pcs, size key of req); counts the
  * allocation.  Caller holds the table lock.  NULL when the table is full or gone (counted as a drop). */
 ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req);
+/* The same with the key's hash already computed (ha_table_hash). */
+uint64_t ha_table_hash(const uintptr_t *pcs, int depth, size_t req);
+ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, size_t req);
+/* Find the bucket of (pcs, size key of req) without the table lock, or
+ * NULL when it does not exist yet (or the table is gone).  Counts nothing.
+ * The caller holds an object-map stripe lock or the table lock. */
+ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req);
 /* Snapshot every bucket into raw memory; *n lines.  NULL on ENOMEM. */
 ha_line *ha_table_snapshot(size_t *n);
 uint32_t ha_table_size_key(size_t req);
@@ -115,6 +201,12 @@ int ha_objmap_init(void);         /* 0 or ENOMEM */
 void ha_objmap_destroy(void);
 /* Remember p -> (b, req); 0, or ENOMEM (then the sample is dropped). */
 int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
+/* Record a sample whose bucket already exists, holding only p's stripe
+ * lock: find the bucket (hash h, ha_table_hash), count the allocation in
+ * it and remember p.  1 recorded; 0 dropped (no memory to remember p);
+ * -1 no such bucket yet: the caller takes the table lock and uses
+ * ha_table_record_hashed + ha_objmap_insert instead. */
+int ha_objmap_record(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req);
 /* Forget p and subtract it from its bucket; 1 if it was known. */
 int ha_objmap_remove(uintptr_t p);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);

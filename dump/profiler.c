@@ -171,14 +171,32 @@ static void check_thresholds(void)
 /* ------------------------------------------------------------------ */
 /* the allocator hooks                                                 */
 
-static void record_sample(void *p, size_t req, int *sampled)
+/* Inlined into ha_prof_on_alloc so that the unwinder is called from the
+ * hook's own frame (dump/prof.h, stack capture). */
+static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled)
 {
-	uintptr_t pcs[HA_PROF_DEPTH];
-	int depth = ha_stack_capture(pcs, HA_PROF_DEPTH);   /* no lock held */
+	uintptr_t raw[HA_STACK_RAW];
+	int want = ha_stack_want(), at;   /* unwind with no lock held */
+	int depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
+				  HA_PROF_DEPTH, &at);
+	if (HA_UNLIKELY(depth < 0))
+		depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
+				      HA_STACK_RAW, HA_PROF_DEPTH, &at);
 	if (depth <= 0)
 		return;
+	const uintptr_t *pcs = raw + at;
+	uint64_t h = ha_table_hash(pcs, depth, req);
+	/* the common case, a known stack: one stripe lock, no table lock */
+	int r = ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
+	if (HA_LIKELY(r >= 0)) {
+		if (r) {
+			*sampled = 1;
+			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
+		}
+		return;
+	}
 	ha_table_lock();
-	ha_bucket *b = ha_table_record(pcs, depth, req);
+	ha_bucket *b = ha_table_record_hashed(h, pcs, depth, req);
 	if (b) {
 		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
 			*sampled = 1;

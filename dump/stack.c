@@ -16,7 +16,16 @@
  *                                                         70 sigprocmask
  * The fast trace keeps a per-thread cache of frame descriptors keyed by IP;
  * UNW_CACHE_PER_THREAD keeps its fallback path (frames it cannot describe)
- * free of the global cache lock and its sigprocmask too.
+ * free of the global cache lock and its sigprocmask too.  (unw_set_cache_size
+ * sizes only that fallback's DWARF register-state cache, consulted when the
+ * fast trace meets an IP for the first time on a thread; in steady state
+ * the fast trace hits its own cache, so the default size is kept.)
+ *
+ * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
+ * ha_stack_trim: a capture function of our own would be one more frame to
+ * walk and drop (~70 instructions).  Walking costs per frame, so the hook
+ * asks for HA_PROF_DEPTH + (our frames seen so far) rather than a fixed
+ * HA_STACK_RAW: deep stacks stop after the frames that are kept.
  *
  * Never call with a profiler lock held: the unwinder may take the dynamic
  * loader's lock (dl_iterate_phdr) on a cache miss.  The caller holds the
@@ -39,7 +48,7 @@
 
 #define MAX_RANGES 64
 
-static struct range { uintptr_t lo, hi; } ranges[MAX_RANGES];
+static struct range { uintptr_t lo, len; } ranges[MAX_RANGES];  /* [lo, lo+len) */
 static int nranges;
 static int stack_ready;
 static int static_mode;           /* heapalloc linked into the program */
@@ -50,11 +59,11 @@ static uintptr_t probe_lo, probe_hi;
 static void add_range(uintptr_t lo, uintptr_t hi)
 {
 	for (int i = 0; i < nranges; i++)
-		if (lo >= ranges[i].lo && hi <= ranges[i].hi)
+		if (lo >= ranges[i].lo && hi <= ranges[i].lo + ranges[i].len)
 			return;
 	if (nranges < MAX_RANGES) {
 		ranges[nranges].lo = lo;
-		ranges[nranges].hi = hi;
+		ranges[nranges].len = hi - lo;
 		__atomic_store_n(&nranges, nranges + 1, __ATOMIC_RELEASE);
 	}
 }
@@ -84,7 +93,7 @@ static int add_segments(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		if (nranges < MAX_RANGES) {
 			ranges[nranges].lo = f->base + ph->p_vaddr;
-			ranges[nranges].hi = f->base + ph->p_vaddr + ph->p_memsz;
+			ranges[nranges].len = ph->p_memsz;
 			nranges++;
 		}
 	}
@@ -224,8 +233,6 @@ int ha_stack_calibrate(void)
 		return 0;
 	probe_lo = lo;
 	probe_hi = hi;
-	if (function_range((uintptr_t)&ha_stack_capture, &lo, &hi))
-		add_range(lo, hi);    /* on the sampling path, not on the probe's */
 	calibrating = 1;
 	ha_tc.sample_left = 0;        /* every probe allocation calls us */
 	probe();
@@ -233,26 +240,56 @@ int ha_stack_calibrate(void)
 	return 1;
 }
 
-static inline int ours(uintptr_t pc)
+/* The unwinder, called by the sampling hook from its own frame (profiler.c),
+ * so that no extra frame of ours has to be walked and then dropped. */
+int (*const ha_stack_unwind)(void **buf, int size) = unw_backtrace;
+
+/* Frames of ours seen at most before the caller's (learned, only grows):
+ * an unwind asks for HA_PROF_DEPTH + skip_hint frames instead of walking
+ * HA_STACK_RAW deep every time. */
+static int skip_hint = 10;
+
+int ha_stack_want(void)
 {
-	int n = __atomic_load_n(&nranges, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		if (pc - ranges[i].lo < ranges[i].hi - ranges[i].lo)
+	int w = HA_PROF_DEPTH + __atomic_load_n(&skip_hint, __ATOMIC_RELAXED);
+	return w < HA_STACK_RAW ? w : HA_STACK_RAW;
+}
+
+static inline int ours(uintptr_t pc, int nr)
+{
+	for (int k = 0; k < nr; k++)
+		if (pc - ranges[k].lo < ranges[k].len)
 			return 1;
 	return 0;
 }
 
-int ha_stack_capture(uintptr_t *pcs, int max)
+int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start)
 {
-	void *raw[HA_PROF_DEPTH + 24];
-	int n = unw_backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
+	int nr = __atomic_load_n(&nranges, __ATOMIC_ACQUIRE);
 	int i = 0;
-	while (i < n && ours((uintptr_t)raw[i]))
-		i++;
-	int d = 0;
-	for (; i < n && d < max; i++)
-		pcs[d++] = (uintptr_t)raw[i];
-	if (d == 0 && n > 0)              /* all ours? keep the outermost one */
-		pcs[d++] = (uintptr_t)raw[n - 1];
-	return d;
+	if (HA_LIKELY(nr == 2)) {     /* shared library: our text, libunwind's */
+		uintptr_t a = ranges[0].lo, al = ranges[0].len;
+		uintptr_t b = ranges[1].lo, bl = ranges[1].len;
+		while (i < n && (raw[i] - a < al || raw[i] - b < bl))
+			i++;
+	} else {
+		while (i < n && ours(raw[i], nr))
+			i++;
+	}
+	if (HA_UNLIKELY(n == asked && n - i < max && asked < HA_STACK_RAW)) {
+		/* the buffer was full before max frames of the caller's: more
+		 * of ours than the hint; remember, and unwind again in full */
+		int h = i + 2 < HA_STACK_RAW - HA_PROF_DEPTH ? i + 2 : HA_STACK_RAW - HA_PROF_DEPTH;
+		int cur = __atomic_load_n(&skip_hint, __ATOMIC_RELAXED);
+		while (cur < h && !__atomic_compare_exchange_n(&skip_hint, &cur, h, 0,
+							       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		return -1;
+	}
+	if (i == n) {                     /* all ours? keep the outermost one */
+		*start = n - 1;
+		return n > 0;
+	}
+	*start = i;
+	return n - i < max ? n - i : max;
 }

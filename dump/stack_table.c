@@ -9,8 +9,13 @@
  * Memory: a fixed array of chain heads and buckets carved from 64 KiB raw
  * chunks (ha_raw_malloc: never sampled, never re-enters the profiler);
  * bounded by MAX_BUCKETS, past which samples are counted as drops.
- * Locking: table_lock guards the chains and the chunk list; counters are
- * updated with relaxed atomic adds so a free never needs the table lock.
+ * Locking: table_lock serialises every change (new buckets, the chunk list,
+ * init/destroy) and snapshots.  Lookups of existing buckets take no table
+ * lock (ha_table_find): a bucket is filled in before a release store links
+ * it at its chain head and never changes or moves until ha_table_destroy,
+ * which runs under the table lock AND every object-map stripe lock, so a
+ * finder holding a stripe lock sees either a live table or none.  Counters
+ * are updated with relaxed atomic adds so a free never needs the table lock.
  * Never unwinds, never calls the public malloc.
  */
 #include <errno.h>
@@ -30,24 +35,24 @@ typedef struct chunk {
 	char mem[];
 } chunk;
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static ha_plock table_lock = HA_PLOCK_INIT;
 static ha_bucket **heads;
 static chunk *chunks;
 static uint64_t nbuckets, chunk_bytes, drops;
 
 void ha_table_lock(void)
 {
-	pthread_mutex_lock(&table_lock);
+	ha_plock_lock(&table_lock);
 }
 
 void ha_table_unlock(void)
 {
-	pthread_mutex_unlock(&table_lock);
+	ha_plock_unlock(&table_lock);
 }
 
 void ha_table_postfork_child(void)
 {
-	pthread_mutex_init(&table_lock, NULL);
+	ha_plock_init(&table_lock);
 }
 
 int ha_table_init(void)
@@ -55,11 +60,11 @@ int ha_table_init(void)
 	ha_bucket **h = ha_raw_calloc(NHEADS, sizeof *h);
 	if (!h)
 		return ENOMEM;
-	pthread_mutex_lock(&table_lock);
-	heads = h;
+	ha_plock_lock(&table_lock);
+	__atomic_store_n(&heads, h, __ATOMIC_RELEASE);
 	chunks = NULL;
 	nbuckets = chunk_bytes = drops = 0;
-	pthread_mutex_unlock(&table_lock);
+	ha_plock_unlock(&table_lock);
 	return 0;
 }
 
@@ -73,7 +78,7 @@ void ha_table_destroy(void)
 	chunks = NULL;
 	if (heads)
 		ha_raw_free(heads);
-	heads = NULL;
+	__atomic_store_n(&heads, NULL, __ATOMIC_RELEASE);
 	nbuckets = chunk_bytes = 0;
 }
 
@@ -105,19 +110,44 @@ static void *carve(size_t bytes)
 	return p;
 }
 
+uint64_t ha_table_hash(const uintptr_t *pcs, int depth, size_t req)
+{
+	return XXH3_64bits_withSeed(pcs, (size_t)depth * sizeof *pcs, ha_table_size_key(req));
+}
+
+static inline int same(const ha_bucket *b, uint64_t h, uint32_t skey, const uintptr_t *pcs,
+		       int depth)
+{
+	return b->hash == h && b->skey == skey && b->depth == (uint32_t)depth &&
+	       memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0;
+}
+
+/* No table lock: the caller holds an object-map stripe lock (or the table
+ * lock), which keeps the table from being destroyed under us. */
+ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req)
+{
+	ha_bucket **hd = __atomic_load_n(&heads, __ATOMIC_ACQUIRE);
+	if (HA_UNLIKELY(!hd))
+		return NULL;
+	uint32_t skey = ha_table_size_key(req);
+	for (ha_bucket *b = __atomic_load_n(&hd[h & (NHEADS - 1)], __ATOMIC_ACQUIRE); b;
+	     b = b->next)
+		if (same(b, h, skey, pcs, depth))
+			return b;
+	return NULL;
+}
+
 /* The caller holds the table lock (and then inserts into the object map
  * before dropping it, so a stop cannot free the bucket in between). */
-ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req)
+ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, size_t req)
 {
 	uint32_t skey = ha_table_size_key(req);
-	uint64_t h = XXH3_64bits_withSeed(pcs, (size_t)depth * sizeof *pcs, skey);
 	ha_bucket *b;
 	if (HA_UNLIKELY(!heads))
 		return NULL;
 	ha_bucket **slot = &heads[h & (NHEADS - 1)];
 	for (b = *slot; b; b = b->next)
-		if (b->hash == h && b->skey == skey && b->depth == (uint32_t)depth &&
-		    memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) == 0)
+		if (same(b, h, skey, pcs, depth))
 			break;
 	if (!b) {
 		if (nbuckets >= MAX_BUCKETS ||
@@ -131,12 +161,18 @@ ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req)
 		b->depth = (uint32_t)depth;
 		memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
 		b->next = *slot;
-		*slot = b;
+		/* publish: lock-free finders see a complete bucket */
+		__atomic_store_n(slot, b, __ATOMIC_RELEASE);
 		nbuckets++;
 	}
 	__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
 	return b;
+}
+
+ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req)
+{
+	return ha_table_record_hashed(ha_table_hash(pcs, depth, req), pcs, depth, req);
 }
 
 /* The caller holds the table lock (the bucket stays put meanwhile). */
@@ -169,9 +205,9 @@ ha_line *ha_table_snapshot(size_t *n)
 
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
 {
-	pthread_mutex_lock(&table_lock);
+	ha_plock_lock(&table_lock);
 	*buckets = nbuckets;
 	*memory = chunk_bytes + (heads ? NHEADS * sizeof *heads : 0);
 	*drops_out = drops;
-	pthread_mutex_unlock(&table_lock);
+	ha_plock_unlock(&table_lock);
 }
