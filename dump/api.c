@@ -34,8 +34,7 @@ HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
 	ha_table_stats(&buckets, &tmem, &drops);
 	ha_objmap_stats(&objs, &omem);
 	out->prof_buckets = buckets;
-	/* + the request-size words of profiled spans (alloc/entry.c) */
-	out->prof_memory = tmem + omem + ha_span_req_bytes();
+	out->prof_memory = tmem + omem;
 	out->prof_dumps = ha_prof_dumps();
 }
 

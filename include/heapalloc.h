@@ -38,8 +38,7 @@ typedef struct heapalloc_stats {
 	uint64_t prof_free_bytes;  /* exact requested bytes freed while profiling */
 	uint64_t prof_samples;     /* sampled allocations recorded */
 	uint64_t prof_buckets;     /* stack-table buckets in use */
-	uint64_t prof_memory;      /* bytes the profiler itself holds (stack table,
-				    * object map, 4 B per object in profiled spans) */
+	uint64_t prof_memory;      /* bytes the profiler itself holds */
 	uint64_t prof_dumps;       /* profiles written */
 } heapalloc_stats;
 
