@@ -221,8 +221,6 @@ static void span_release(ha_span *s)
 {
 	uint32_t bytes = ha_class_span_bytes[s->cls];
 	ha_pagemap_set(s->base, bytes, NULL);
-	if (s->req)
-		ha_span_req_free(s);
 	if (!pool_put(s, bytes))
 		span_unmap(s, bytes);
 }

@@ -44,17 +44,6 @@ static inline void *small_pop(unsigned cls, size_t n)
 	return ha_tcache_refill(cls, n);
 }
 
-/* Index of p in its span; aborts unless p is the start of a block. */
-static inline uint32_t block_index(const ha_span *s, const void *p)
-{
-	uintptr_t off = (uintptr_t)p - s->base;
-	unsigned cls = s->cls;
-	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj))
-		ha_fatal("free(): invalid pointer (not the start of a block)", p);
-	return idx;
-}
-
 static inline void push_checked(unsigned cls, void *p)
 {
 	ha_tlist *l = &ha_tc.list[cls];
@@ -66,10 +55,20 @@ static inline void push_checked(unsigned cls, void *p)
 		ha_tcache_overflow(l, cls);
 }
 
+static HA_NOINLINE void free_small_odd(ha_span *s, void *p);
+
+/* free of p in span s with profiling off: p must be a block's start, else
+ * it is a profiled block (or an invalid pointer) for free_small_odd(). */
 static inline void small_push(ha_span *s, void *p)
 {
-	block_index(s, p);
-	push_checked(s->cls, p);
+	uintptr_t off = (uintptr_t)p - s->base;
+	unsigned cls = s->cls;
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj)) {
+		free_small_odd(s, p);
+		return;
+	}
+	push_checked(cls, p);
 }
 
 /* Smallest class >= n whose size is a multiple of align (align <= 4096,
@@ -94,29 +93,35 @@ void ha_release_cached(void)
 	ha_arena_trim();
 }
 
-static void *alloc_plain_once(size_t n, size_t align, int zero);
+static void *alloc_plain_once(size_t n, size_t align, int zero, int big);
 
-/* Allocation without profiling. align: 0 or a power of two. */
-static void *alloc_plain(size_t n, size_t align, int zero)
+/* Allocation without profiling. align: 0 or a power of two.  big: never
+ * from a size class (the block gets a large or huge header). */
+static void *alloc_plain_big(size_t n, size_t align, int zero, int big)
 {
-	void *p = alloc_plain_once(n, align, zero);
+	void *p = alloc_plain_once(n, align, zero, big);
 	if (HA_UNLIKELY(!p) && n <= ((size_t)1 << 46)) {
 		ha_release_cached();
-		p = alloc_plain_once(n, align, zero);
+		p = alloc_plain_once(n, align, zero, big);
 		if (!p)
 			errno = ENOMEM;
 	}
 	return p;
 }
 
-static void *alloc_plain_once(size_t n, size_t align, int zero)
+static void *alloc_plain(size_t n, size_t align, int zero)
+{
+	return alloc_plain_big(n, align, zero, 0);
+}
+
+static void *alloc_plain_once(size_t n, size_t align, int zero, int big)
 {
 	ha_ensure_init();
 	unsigned cls = 0;
 	if (align <= HA_MIN_ALIGN) {
-		if (n <= HA_SMALL_MAX)
+		if (n <= HA_SMALL_MAX && !big)
 			cls = ha_size_to_class(n);
-	} else {
+	} else if (!big) {
 		cls = aligned_class(n, align);
 	}
 	if (cls) {
@@ -150,8 +155,6 @@ static inline uint64_t *big_req(void *p)
 
 static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 {
-	if (HA_UNLIKELY(tc->state == 0))
-		ha_tcache_attach();   /* a thread that only frees: attach it */
 	if (HA_LIKELY(tc->state == 1)) {
 		ha_tnode *nd = tc->node;
 		if (is_free)
@@ -165,68 +168,85 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 	}
 }
 
-/* A small block's request size lives in its span's req array, one 32-bit
- * word per object (index = the block's index in the span):
- *     bits 0-15   requested size (<= 32768)
- *     bit 16      sampled: free must tell the profiler
- *     bits 17-31  the profiling session (ha_entry_tag), never 0
- * A word whose session is not the current one (0: allocated outside
- * profiling, or an earlier session) is not tracked.  Words are written by
- * the thread that owns the block, at malloc, and cleared at free.
- * Why not in the block: free would read a line of the block that the
- * program may not have touched for a long time (a cold miss per free on the
- * server bench), and a header or trailer pushes small requests into the
- * next class (16 B into 32 B).  The array is dense (16 words per line) and
- * costs 4 bytes per object, only in spans profiled allocations came from.
- * Big blocks keep the size in their header word instead:
- *     HA_BIG_TRACKED | session << 47 | requested size (HA_LARGE_SAMPLED). */
-#define HA_REQ_SAMPLED 0x10000u
-#define HA_REQ_SIZE 0xffffu
-#define HA_REQ_SESSION 0xfffe0000u
+/* A small block allocated while profiling starts with a 16-byte header and
+ * the program gets block + 16 (block + align for an aligned request; the
+ * header is always the 16 bytes before the program's pointer):
+ *     word 0   requested size | HA_HDR_SAMPLED
+ *     word 1   the header's address ^ ha_hdr_secret ^ session << 32
+ *              (session: ha_prof_key, never 0), i.e. address ^ ha_hdr_mask
+ *              for a block of the current session: one compare checks
+ *              both that the header is real and that the block counts
+ * The header shares a cache line with the bytes the program touches first,
+ * so free reads no line the program did not (a trailer at the block's end
+ * cost the server bench a cache miss per operation on blocks > 64 B).
+ * Blocks are told apart by the pointer's offset in its block: 0 is a block
+ * from outside profiling, anything else must carry a header whose word 1
+ * checks out — else the pointer is invalid and free aborts as before.
+ * Word 1 is cleared on free, so a second free of the same pointer aborts.
+ * Only blocks of the current session count in the totals. */
+#define HA_HDR 16
+#define HA_HDR_SAMPLED ((uint64_t)1 << 63)
 #define HA_BIG_TRACKED ((uint64_t)1 << 62)
-#define HA_BIG_SESSION_SHIFT 47
 
-static uint64_t req_bytes;   /* bytes of req arrays (relaxed) */
-
-uint64_t ha_span_req_bytes(void)
+/* Check word for a header at h in the current session. */
+static inline uint64_t hdr_check(const uint64_t *h)
 {
-	return __atomic_load_n(&req_bytes, __ATOMIC_RELAXED);
+	return (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
 }
 
-void ha_span_req_free(ha_span *s)
+/* The session of a real header, or 0 if h holds none. */
+static inline uint32_t hdr_session(const uint64_t *h)
 {
-	__atomic_fetch_sub(&req_bytes, (uint64_t)s->nobj * 4, __ATOMIC_RELAXED);
-	ha_raw_free(s->req);
-	s->req = NULL;
+	uint64_t x = h[1] ^ (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
+	return (uint32_t)x == 0 ? (uint32_t)(x >> 32) : 0;
 }
 
-/* The span's req array, made on first use; NULL only when memory is out
- * (the block then goes untracked: counted as allocated, never as freed). */
-static HA_NOINLINE uint32_t *span_req_make(ha_span *s)
+/* Class for a request of n bytes plus the header, or 0 (goes large).  A
+ * 0-byte request gets 1 byte: its pointer must lie inside its block
+ * (ha_class_hdr_lo has that built in). */
+static inline unsigned hdr_class(size_t n)
 {
-	uint32_t *a = ha_raw_calloc(s->nobj, sizeof *a);
-	if (!a)
+	if (HA_LIKELY(n <= HA_HDR_LO_MAX))
+		return ha_class_hdr_lo[(n + 7) >> 3];
+	if (HA_LIKELY(n <= HA_SMALL_MAX - HA_HDR))
+		return ha_size_to_class(n + HA_HDR);
+	return n <= HA_SMALL_MAX ? HA_CLASS_HDR_MAX : 0;
+}
+
+/* Where p sits in its span: *bp the block's start; returns p's offset in
+ * it.  Aborts if p is outside the span's blocks. */
+static inline uintptr_t block_of(const ha_span *s, const void *p, char **bp)
+{
+	uintptr_t off = (uintptr_t)p - s->base;
+	unsigned cls = s->cls;
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	if (HA_UNLIKELY(idx >= s->nobj))
+		ha_fatal("free(): invalid pointer (not the start of a block)", p);
+	uintptr_t rem = off - (uintptr_t)idx * ha_class_size[cls];
+	*bp = (char *)p - rem;
+	return rem;
+}
+
+/* The header of p, which sits rem bytes into its block, or NULL when p is
+ * a plain block (rem == 0).  Aborts on a pointer that is neither; a header
+ * whose check word free cleared means the block was freed already. */
+static uint64_t *hdr_of(void *p, uintptr_t rem, const char *what)
+{
+	if (rem == 0)
 		return NULL;
-	uint32_t *none = NULL;
-	/* several threads may hold blocks of the span: one array wins */
-	if (!__atomic_compare_exchange_n(&s->req, &none, a, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
-		ha_raw_free(a);
-		return none;
+	uint64_t *h = (uint64_t *)p - 2;
+	if (HA_UNLIKELY(rem < HA_HDR || (rem & (HA_MIN_ALIGN - 1)) || !hdr_session(h))) {
+		if (rem >= HA_HDR && !(rem & (HA_MIN_ALIGN - 1)) && h[1] == 0)
+			ha_fatal("double free or corruption (a profiled block freed twice?)", p);
+		ha_fatal(what, p);
 	}
-	__atomic_fetch_add(&req_bytes, (uint64_t)s->nobj * 4, __ATOMIC_RELAXED);
-	return a;
+	return h;
 }
 
-static inline uint32_t *span_req(ha_span *s)
-{
-	uint32_t *a = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
-	return HA_LIKELY(a != NULL) ? a : span_req_make(s);
-}
-
-/* Record a new block of n requested bytes: exact totals, its size in the
- * span's req word or the big block's header, the countdown, and a sample
- * when one is due. */
-static void prof_note_alloc(void *p, size_t n)
+/* Record a new block of n requested bytes at p: exact totals, its size in
+ * the header (small: already placed by the caller) or big-block header,
+ * the countdown, and a sample when one is due. */
+static void prof_note_alloc(void *p, size_t n, uint64_t *h)
 {
 	ha_tcache *tc = &ha_tc;
 	if (tc->state == 0)
@@ -237,19 +257,13 @@ static void prof_note_alloc(void *p, size_t n)
 		tc->sample_left = __atomic_load_n(&ha_countdown_value, __ATOMIC_RELAXED);
 	}
 	prof_count(tc, 0, n);
-	uint32_t tag = __atomic_load_n(&ha_entry_tag, __ATOMIC_RELAXED);
-	ha_span *s = ha_pagemap_get(p);
-	uint32_t *w = NULL;
 	uint64_t *lreq = NULL;
-	if (s) {
-		uint32_t *a = span_req(s);
-		if (a) {
-			w = &a[block_index(s, p)];
-			*w = tag | (uint32_t)n;
-		}
+	if (h) {
+		h[0] = n;
+		h[1] = hdr_check(h);
 	} else {
 		lreq = big_req(p);
-		*lreq = HA_BIG_TRACKED | (uint64_t)(tag >> 17) << HA_BIG_SESSION_SHIFT | n;
+		*lreq = HA_BIG_TRACKED | n;
 	}
 	int64_t left = tc->sample_left - (int64_t)n;
 	/* 0 means "the next byte is marked": a 0-byte request then is sampled
@@ -258,111 +272,139 @@ static void prof_note_alloc(void *p, size_t n)
 		int sampled = 0;
 		left = ha_prof_on_alloc(p, n, &sampled);
 		if (sampled) {
-			if (w)
-				*w |= HA_REQ_SAMPLED;
-			else if (lreq)
+			if (h)
+				h[0] |= HA_HDR_SAMPLED;
+			else
 				*lreq |= HA_LARGE_SAMPLED;
-			/* else: no room to mark it; the profiler's object map
-			 * keeps it in use until the profile ends */
 		}
 	}
 	tc->sample_left = left;
+}
+
+static void *small_alloc_once(unsigned cls, size_t n)
+{
+	ha_ensure_init();
+	return small_pop(cls, n);
 }
 
 /* The general profiling path: any size, alignment, zeroing. */
 static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 {
-	void *p = alloc_plain(n, align, zero);
-	if (HA_LIKELY(p != NULL))
-		prof_note_alloc(p, n);
+	size_t pad = align <= HA_MIN_ALIGN ? HA_HDR : align;
+	unsigned cls = 0;
+	if (align <= HA_MIN_ALIGN)
+		cls = hdr_class(n);
+	else if (n < HA_SMALL_MAX - pad)
+		cls = aligned_class(n + pad + (n == 0), align);
+	if (!cls) {
+		void *p = alloc_plain_big(n, align, zero, 1);
+		if (HA_LIKELY(p != NULL))
+			prof_note_alloc(p, n, NULL);
+		return p;
+	}
+	char *b = small_alloc_once(cls, n + pad);
+	if (HA_UNLIKELY(!b)) {
+		ha_release_cached();
+		b = small_alloc_once(cls, n + pad);
+		if (!b) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	char *p = b + pad;
+	if (zero)
+		memset(p, 0, n);
+	prof_note_alloc(p, n, (uint64_t *)p - 2);
 	return p;
 }
 
 /* malloc with profiling on, n <= 32 KiB: the plain fast path plus the
- * countdown's subtract-and-branch, one counter and the block's req word.
- * Anything unusual (empty list, a sample due, a thread not live, a new
- * countdown to take — tc->epoch is current only in a live thread — or a
- * span without its req array yet) goes to alloc_prof(). */
+ * countdown's subtract-and-branch, one counter and the header.  Anything
+ * unusual (empty list, a sample due, a thread not live, a new countdown to
+ * take: tc->epoch is current only in a live thread) goes to alloc_prof(). */
 static HA_NOINLINE void *malloc_prof_small(size_t n)
 {
 	ha_tcache *tc = &ha_tc;
-	unsigned cls = ha_size_to_class(n);
+	unsigned cls = hdr_class(n);
 	ha_tlist *l = &tc->list[cls];
-	void *p = l->head;
+	char *b = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
-	if (HA_UNLIKELY(!p || left <= 0 ||
+	if (HA_UNLIKELY(!b || left <= 0 ||
 			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
 		return alloc_prof(n, 0, 0);
-	/* a block on a list is a valid small block: its span is mapped */
-	uintptr_t pg = (uintptr_t)p >> HA_PAGE_SHIFT;
-	ha_span *s = ha_pagemap_root[pg >> HA_PM_LEAF_BITS][pg & ((1u << HA_PM_LEAF_BITS) - 1)];
-	uint32_t *a = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
-	if (HA_UNLIKELY(!a))
-		return alloc_prof(n, 0, 0);
-	l->head = *(void **)p;
+	l->head = *(void **)b;
 	l->len--;
 	tc->sample_left = left;
 	BUMP(tc->node->prof_alloc_bytes, n);
-	uint32_t idx = (uint32_t)((((uintptr_t)p - s->base) * ha_class_recip[cls]) >> 32);
-	a[idx] = __atomic_load_n(&ha_entry_tag, __ATOMIC_RELAXED) | (uint32_t)n;
-	return p;
+	uint64_t *h = (uint64_t *)b;
+	h[0] = n;
+	h[1] = hdr_check(h);
+	return b + HA_HDR;
 }
 
-/* End of a small block's tracked life, if it has one: count it, clear its
- * word, tell the profiler if it was sampled. */
-static void prof_forget_small(ha_span *s, void *p)
+/* End of a tracked small block's life (h: its header, checked): count it
+ * if it belongs to this session, tell the profiler if it was sampled. */
+static void prof_forget_small(void *p, uint64_t *h)
 {
-	uint32_t *a = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
-	if (!a)
+	uint64_t w = h[0];
+	uint32_t session = hdr_session(h);
+	h[1] = 0;
+	if (!ha_prof_active || session != ha_prof_key)
 		return;
-	uint32_t *w = &a[block_index(s, p)];
-	uint32_t v = *w;
-	*w = 0;
-	if (!ha_prof_active || (v & HA_REQ_SESSION) != __atomic_load_n(&ha_entry_tag, __ATOMIC_RELAXED))
-		return;
-	size_t req = v & HA_REQ_SIZE;
+	size_t req = (size_t)(w & ~HA_HDR_SAMPLED);
 	prof_count(&ha_tc, 1, req);
-	if (HA_UNLIKELY(v & HA_REQ_SAMPLED))
+	if (HA_UNLIKELY(w & HA_HDR_SAMPLED))
 		ha_prof_on_free(p, req);
 }
 
-static HA_NOINLINE void free_prof_rare(ha_span *s, void *p)
+/* free of a small block that is not a plain block start: a tracked block
+ * (profiling on or off), or an invalid pointer (aborts). */
+static HA_NOINLINE void free_small_odd(ha_span *s, void *p)
 {
-	prof_forget_small(s, p);
-	push_checked(s->cls, p);
+	char *b;
+	uintptr_t rem = block_of(s, p, &b);
+	uint64_t *h = hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
+	if (h)
+		prof_forget_small(p, h);
+	push_checked(s->cls, b);
 }
 
-/* free of a small block with profiling on.  The common case, a tracked
- * block that was not sampled, freed by a live thread: clear its word,
- * count its bytes, push it.  Every call is a tail call or noreturn. */
+/* free with profiling on.  The common case, a block of this session that
+ * was not sampled, in a live thread: clear the header's check word, count
+ * its bytes, push the block.  Every call is a tail call or noreturn. */
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
-	uint32_t idx = block_index(s, p);
+	uintptr_t off = (uintptr_t)p - s->base;
 	unsigned cls = s->cls;
-	uint32_t *a = __atomic_load_n(&s->req, __ATOMIC_ACQUIRE);
-	if (HA_LIKELY(a != NULL)) {
-		uint32_t v = a[idx];
-		ha_tcache *tc = &ha_tc;
-		if ((v & (HA_REQ_SESSION | HA_REQ_SAMPLED)) ==
-		    __atomic_load_n(&ha_entry_tag, __ATOMIC_RELAXED) && HA_LIKELY(tc->state == 1)) {
-			a[idx] = 0;
-			BUMP(tc->node->prof_free_bytes, v & HA_REQ_SIZE);
-		} else if (v) {
-			free_prof_rare(s, p);   /* sampled, another session, ... */
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	uintptr_t rem = off - (uintptr_t)idx * ha_class_size[cls];
+	uint64_t *h = (uint64_t *)p - 2;
+	if (HA_UNLIKELY(rem != HA_HDR || idx >= s->nobj)) {
+		if (rem == 0 && idx < s->nobj) {
+			push_checked(cls, p);   /* allocated before profiling */
 			return;
 		}
+		free_small_odd(s, p);
+		return;
 	}
-	push_checked(cls, p);
+	uint64_t w = h[0];
+	ha_tcache *tc = &ha_tc;
+	if (HA_UNLIKELY(h[1] != hdr_check(h) || (w & HA_HDR_SAMPLED) || tc->state != 1)) {
+		free_small_odd(s, p);
+		return;
+	}
+	h[1] = 0;
+	BUMP(tc->node->prof_free_bytes, w);
+	push_checked(cls, h);
 }
 
 /* End of a big block's tracked life; v is its header word (read before the
  * block moved or went away), p its address then. */
 static void prof_forget_big(uint64_t v, void *p)
 {
-	if (!(v & HA_BIG_TRACKED) || !ha_prof_active ||
-	    ((v >> HA_BIG_SESSION_SHIFT) & 0x7fff) != __atomic_load_n(&ha_entry_tag, __ATOMIC_RELAXED) >> 17)
+	if (!(v & HA_BIG_TRACKED))
 		return;
-	size_t req = (size_t)(v & (((uint64_t)1 << HA_BIG_SESSION_SHIFT) - 1));
+	size_t req = (size_t)(v & (HA_BIG_TRACKED - 1));
 	prof_count(&ha_tc, 1, req);
 	if (v & HA_LARGE_SAMPLED)
 		ha_prof_on_free(p, req);
@@ -432,8 +474,11 @@ size_t ha_usable_size(const void *p)
 		return 0;
 	ha_span *s = ha_pagemap_get(p);
 	if (s) {
-		block_index(s, p);
-		return ha_class_size[s->cls];
+		char *b;
+		uintptr_t rem = block_of(s, p, &b);
+		/* a tracked block's header is the profiler's */
+		hdr_of((void *)p, rem, "malloc_usable_size(): invalid pointer");
+		return ha_class_size[s->cls] - rem;
 	}
 	if (ha_huge_is(p))
 		return ha_huge_usable(p);
@@ -457,12 +502,19 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	void *q = NULL;
 	if (s) {
-		block_index(s, p);
-		old = ha_usable_size(p);
-		if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls) {
+		char *b;
+		uintptr_t rem = block_of(s, p, &b);
+		uint64_t *h = hdr_of(p, rem, "realloc(): invalid pointer");
+		old = ha_class_size[s->cls] - rem;
+		if (!h) {
+			if (!ha_prof_active && n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
+				return p;
+		} else if (rem == HA_HDR && hdr_class(n) == s->cls) {
+			/* a tracked block stays tracked: with profiling on that
+			 * counts as a free plus an allocation */
 			if (ha_prof_active) {
-				prof_forget_small(s, p);
-				prof_note_alloc(p, n);
+				prof_forget_small(p, h);
+				prof_note_alloc(p, n, h);
 			}
 			return p;
 		}
@@ -475,7 +527,7 @@ void *ha_realloc(void *p, size_t n)
 				if (ha_prof_active) {
 					*ha_huge_req(q) = 0;
 					prof_forget_big(v, p);
-					prof_note_alloc(q, n);
+					prof_note_alloc(q, n, NULL);
 				}
 				return q;
 			}
@@ -490,7 +542,7 @@ void *ha_realloc(void *p, size_t n)
 				uint64_t v = *r;
 				*r = 0;
 				prof_forget_big(v, p);
-				prof_note_alloc(p, n);
+				prof_note_alloc(p, n, NULL);
 			}
 			return p;
 		}

@@ -8,6 +8,8 @@
  * parent releases them, child re-initialises them.
  */
 #include "alloc/internal.h"
+#include <string.h>
+#include <sys/auxv.h>
 
 int ha_ready;
 pthread_key_t ha_thread_key;
@@ -43,6 +45,20 @@ static void postfork_child(void)
 	postfork(1);
 }
 
+/* Random bits for the profiled-block check word (alloc/entry.c): the
+ * kernel's AT_RANDOM bytes mixed with an address. */
+static uint64_t header_secret(void)
+{
+	uint64_t v = (uint64_t)(uintptr_t)&ha_ready * 0x9e3779b97f4a7c15ull;
+	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+	if (r) {
+		uint64_t x;
+		memcpy(&x, r + 8, sizeof x);
+		v ^= x;
+	}
+	return v | 1;
+}
+
 void ha_init_slow(void)
 {
 	if (__atomic_load_n(&ha_ready, __ATOMIC_ACQUIRE))
@@ -50,6 +66,7 @@ void ha_init_slow(void)
 	pthread_mutex_lock(&init_lock);
 	if (!ha_ready) {
 		ha_size_class_init();
+		ha_hdr_secret = header_secret();
 		ha_arena_init();
 		ha_central_init();
 		if (pthread_key_create(&ha_thread_key, ha_tcache_thread_exit) != 0)

@@ -43,7 +43,10 @@
 #define HA_PAGE_SHIFT 12
 #define HA_PAGE_SIZE ((size_t)1 << HA_PAGE_SHIFT)
 #define HA_SMALL_MAX 32768        /* largest size served by a size class */
-#define HA_NCLASSES 73            /* class 0 unused; 1..72 real */
+#define HA_NCLASSES 74            /* class 0 unused; 1..72 real, 73 below */
+/* 34 KiB, only for a profiled request of 32 KiB - 15 .. 32 KiB plus its
+ * 16-byte header (alloc/entry.c); ha_size_to_class() never returns it */
+#define HA_CLASS_HDR_MAX 73
 #define HA_MIN_ALIGN 16
 #define HA_LARGE_HDR 16           /* header before every large block */
 
@@ -60,7 +63,10 @@ static inline unsigned ha_size_to_class(size_t n)
 {
 	return n <= 1024 ? ha_class_lo[(n + 7) >> 3] : ha_class_hi[(n + 127) >> 7];
 }
-
+/* The class of max(n, 1) + 16 for n <= HA_HDR_LO_MAX, in one load: a
+ * profiled block's request plus its header (alloc/entry.c). */
+#define HA_HDR_LO_MAX 1008
+extern uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 
 /* ---- meta.c ------------------------------------------------------------ */
 void *ha_meta_alloc(size_t bytes);    /* zeroed, 16-aligned, never freed */
@@ -79,10 +85,6 @@ typedef struct ha_span {
 	struct ha_span *next, *prev;  /* central partial/empty list */
 	uint16_t on_list;
 	uint16_t kept_empty;     /* counted in its class's kept empty bytes */
-	/* profiling: one word per object, its request size while it is a
-	 * tracked block (alloc/entry.c); allocated on the first profiled
-	 * allocation from the span, freed with the span */
-	uint32_t *req;
 } ha_span;
 
 
@@ -190,15 +192,19 @@ extern HA_TLS ha_tcache ha_tc;
  * 2-thread server bench a third of its throughput in cache-line traffic). */
 typedef struct ha_hot {
 	int prof_active;         /* profiling on: malloc/free take the prof path */
+	uint32_t prof_key;       /* the profiling session, in block headers */
 	unsigned countdown_epoch;  /* never 0 once profiling has started */
 	int64_t countdown_value;
-	uint32_t entry_tag;      /* the profiling session << 17 (entry.c) */
+	uint64_t hdr_secret;     /* random, set once: checks block headers */
+	uint64_t hdr_mask;       /* hdr_secret ^ prof_key << 32 */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_active (ha_hot.prof_active)
+#define ha_prof_key (ha_hot.prof_key)
 #define ha_countdown_epoch (ha_hot.countdown_epoch)
 #define ha_countdown_value (ha_hot.countdown_value)
-#define ha_entry_tag (ha_hot.entry_tag)
+#define ha_hdr_secret (ha_hot.hdr_secret)
+#define ha_hdr_mask (ha_hot.hdr_mask)
 /* A counter that threads bump, alone on its cache line. */
 typedef struct ha_counter {
 	uint64_t v;
@@ -253,10 +259,6 @@ void *ha_realloc(void *p, size_t n);
 /* Out of memory: give back every cached mapping and empty span (huge cache,
  * span pool, mimalloc's free pages), so one retry can succeed. */
 void ha_release_cached(void) HA_COLD;
-/* A span goes away (central.c): free its request-size words. */
-void ha_span_req_free(ha_span *s);
-/* Bytes of request-size words held for spans (reported as profiler memory). */
-uint64_t ha_span_req_bytes(void);
 
 /* ---- hooks.h: calls out to the profiler (implemented in dump/) ---------- */
 #include "alloc/hooks.h"

@@ -9,6 +9,8 @@
  *   576 ... 1024          step 64    | 1152 ... 2048     step 128
  *   2304 ... 4096         step 256   | 4608 ... 8192     step 512
  *   9216 ... 16384        step 1024  | 18432 ... 32768   step 2048
+ *   34816: only for a profiled block of up to 32 KiB plus its 16-byte
+ *   header (HA_CLASS_HDR_MAX); the lookup arrays stop at 32 KiB
  *
  * Worst waste per row: 15/32 (request 17 in 32, bounded by 15 bytes), then
  * (step-1)/(lower+step): 15/144 = 10.4%, 31/288 = 10.8%, ... -> 11.1%.
@@ -25,6 +27,7 @@
 
 uint8_t ha_class_lo[1024 / 8 + 1];
 uint8_t ha_class_hi[32768 / 128 + 1];
+uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 uint32_t ha_class_size[HA_NCLASSES];
 uint32_t ha_class_batch[HA_NCLASSES];
 uint32_t ha_class_span_bytes[HA_NCLASSES];
@@ -38,6 +41,7 @@ static unsigned fill_sizes(void)
 	for (uint32_t lo = 128; lo < 32768; lo *= 2)
 		for (uint32_t s = lo + lo / 8; s <= 2 * lo; s += lo / 8)
 			ha_class_size[c++] = s;
+	ha_class_size[c++] = 32768 + 2048;   /* HA_CLASS_HDR_MAX */
 	return c;
 }
 
@@ -65,6 +69,10 @@ void ha_size_class_init(void)
 			c++;
 		ha_class_lo[i] = (uint8_t)c;
 	}
+	/* classes are multiples of 16, so a class holds n + 16 exactly when
+	 * it holds n rounded up to 8, plus 16 */
+	for (unsigned i = 0; i <= HA_HDR_LO_MAX / 8; i++)
+		ha_class_hdr_lo[i] = ha_class_lo[(i ? i * 8 + 16 : 17 + 7) >> 3];
 	c = 1;
 	for (unsigned i = 0; i <= 32768 / 128; i++) {
 		uint32_t sz = i * 128;

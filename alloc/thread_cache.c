@@ -302,10 +302,12 @@ void ha_tcache_prof_totals(uint64_t out[4])
 
 void ha_tcache_reset_countdowns(int64_t v)
 {
-	/* a new session (1 .. 32767, never the last one's): blocks marked
-	 * with an earlier one no longer count */
-	uint32_t t = __atomic_load_n(&ha_entry_tag, __ATOMIC_RELAXED) >> 17;
-	__atomic_store_n(&ha_entry_tag, (t % 0x7fffu + 1) << 17, __ATOMIC_RELAXED);
+	/* a new session: blocks whose headers name an earlier one no longer
+	 * count */
+	uint32_t k = ha_prof_key * 0x9e3779b9u + 0x7f4a7c15u + (uint32_t)(uintptr_t)&v;
+	k = k ? k : 1;
+	__atomic_store_n(&ha_prof_key, k, __ATOMIC_RELAXED);
+	__atomic_store_n(&ha_hdr_mask, ha_hdr_secret ^ (uint64_t)k << 32, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_countdown_value, v, __ATOMIC_RELAXED);
 	/* 0 is the epoch of a thread that may not take the fast path */
 	if (__atomic_add_fetch(&ha_countdown_epoch, 1, __ATOMIC_RELEASE) == 0)
