@@ -155,6 +155,9 @@ static inline uint64_t *big_req(void *p)
 
 static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 {
+	if (HA_UNLIKELY(tc->state == 0))
+		ha_tcache_attach();   /* a thread that only frees: attach it, or
+				       * all its frees take the global counters */
 	if (HA_LIKELY(tc->state == 1)) {
 		ha_tnode *nd = tc->node;
 		if (is_free)
@@ -186,7 +189,16 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
  * Only blocks of the current session count in the totals. */
 #define HA_HDR 16
 #define HA_HDR_SAMPLED ((uint64_t)1 << 63)
+/* Big blocks (large and huge) keep the size in their header word:
+ *     HA_BIG_TRACKED | (session & 0x7fff) << 47 | requested size
+ * (| HA_LARGE_SAMPLED), so a free in a later session does not count. */
 #define HA_BIG_TRACKED ((uint64_t)1 << 62)
+#define HA_BIG_SESSION_SHIFT 47
+
+static inline uint64_t big_session(void)
+{
+	return (uint64_t)(__atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED) & 0x7fff) << HA_BIG_SESSION_SHIFT;
+}
 
 /* Check word for a header at h in the current session. */
 static inline uint64_t hdr_check(const uint64_t *h)
@@ -263,7 +275,7 @@ static void prof_note_alloc(void *p, size_t n, uint64_t *h)
 		h[1] = hdr_check(h);
 	} else {
 		lreq = big_req(p);
-		*lreq = HA_BIG_TRACKED | n;
+		*lreq = HA_BIG_TRACKED | big_session() | n;
 	}
 	int64_t left = tc->sample_left - (int64_t)n;
 	/* 0 means "the next byte is marked": a 0-byte request then is sampled
@@ -402,9 +414,10 @@ static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
  * block moved or went away), p its address then. */
 static void prof_forget_big(uint64_t v, void *p)
 {
-	if (!(v & HA_BIG_TRACKED))
+	if (!(v & HA_BIG_TRACKED) || !ha_prof_active ||
+	    (v & ((uint64_t)0x7fff << HA_BIG_SESSION_SHIFT)) != big_session())
 		return;
-	size_t req = (size_t)(v & (HA_BIG_TRACKED - 1));
+	size_t req = (size_t)(v & (((uint64_t)1 << HA_BIG_SESSION_SHIFT) - 1));
 	prof_count(&ha_tc, 1, req);
 	if (v & HA_LARGE_SAMPLED)
 		ha_prof_on_free(p, req);

@@ -304,7 +304,7 @@ void ha_tcache_reset_countdowns(int64_t v)
 {
 	/* a new session: blocks whose headers name an earlier one no longer
 	 * count */
-	uint32_t k = ha_prof_key * 0x9e3779b9u + 0x7f4a7c15u + (uint32_t)(uintptr_t)&v;
+	uint32_t k = ha_prof_key + 1;   /* a count: never the last one's */
 	k = k ? k : 1;
 	__atomic_store_n(&ha_prof_key, k, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_hdr_mask, ha_hdr_secret ^ (uint64_t)k << 32, __ATOMIC_RELAXED);
