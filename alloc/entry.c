@@ -400,13 +400,13 @@ static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 		return;
 	}
 	uint64_t w = h[0];
-	ha_tcache *tc = &ha_tc;
-	if (HA_UNLIKELY(h[1] != hdr_check(h) || (w & HA_HDR_SAMPLED) || tc->state != 1)) {
+	ha_tnode *nd = ha_tc.node;      /* non-NULL exactly while state == 1 */
+	if (HA_UNLIKELY(h[1] != hdr_check(h) || (w & HA_HDR_SAMPLED) || !nd)) {
 		free_small_odd(s, p);
 		return;
 	}
 	h[1] = 0;
-	BUMP(tc->node->prof_free_bytes, w);
+	BUMP(nd->prof_free_bytes, w);
 	push_checked(cls, h);
 }
 
