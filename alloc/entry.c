@@ -257,8 +257,9 @@ static uint64_t *hdr_of(void *p, uintptr_t rem, const char *what)
 
 /* Record a new block of n requested bytes at p: exact totals, its size in
  * the header (small: already placed by the caller) or big-block header,
- * the countdown, and a sample when one is due. */
-static void prof_note_alloc(void *p, size_t n, uint64_t *h)
+ * the countdown, and a sample when one is due.  Always inlined: a sample
+ * then unwinds one frame of ours fewer (~70 instructions). */
+static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_t n, uint64_t *h)
 {
 	ha_tcache *tc = &ha_tc;
 	if (tc->state == 0)
