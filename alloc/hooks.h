@@ -12,8 +12,9 @@
  *     calls ha_prof_on_free() when it is freed (or realloc'ed away), before
  *     the memory is reused; unsampled frees never call the profiler;
  *   - frees of blocks allocated while profiling add their requested size to
- *     the thread's record (exact); small blocks keep their size in a trailer
- *     (alloc/entry.c), large ones in their header.
+ *     the thread's record (exact); small blocks keep their size in a
+ *     16-byte header before the program's pointer (alloc/entry.c), large
+ *     and huge ones in their block header.
  * The profiler must not call malloc through the public entry points while it
  * holds one of its own locks; it uses ha_raw_malloc/ha_raw_free.
  */

@@ -5,7 +5,8 @@
  *   middle-end  central.c        per-class transfer batches + span free lists
  *   back-end    arena.c          spans and large blocks from mimalloc (the only
  *                                includer of <mimalloc.h>)
- *               huge.c           blocks >= 1 MiB: own mappings, cached, mremap
+ *               huge.c           blocks >= 1 MiB: carved from reserved regions,
+ *                                freed pages merged and kept up to a budget
  *   maps        pagemap.c        page -> span, O(1), for any pointer
  *               size_class.c     the class table
  *               meta.c           never-freed bookkeeping memory (mmap)
