@@ -261,11 +261,8 @@ static uint64_t *hdr_of(void *p, uintptr_t rem, const char *what)
 	return h;
 }
 
-/* Record a new block of n requested bytes at p: exact totals, its size in
- * the header (small: already placed by the caller) or big-block header,
- * the countdown, and a sample when one is due.  Always inlined: a sample
- * then unwinds one frame of ours fewer (~70 instructions). */
-static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_t n, uint64_t *h)
+/* This thread, attached, with the current countdown taken. */
+static inline ha_tcache *prof_sync(void)
 {
 	ha_tcache *tc = &ha_tc;
 	if (tc->state == 0)
@@ -273,9 +270,21 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
 	unsigned epoch = __atomic_load_n(&ha_countdown_epoch, __ATOMIC_ACQUIRE);
 	if (HA_UNLIKELY(tc->epoch != epoch) && tc->state == 1) {
 		tc->epoch = epoch;   /* only a live thread takes the fast path */
-		tc->sample_left = __atomic_load_n(&ha_countdown_value, __ATOMIC_RELAXED);
+		tc->sample_left = tc->armed = __atomic_load_n(&ha_countdown_value, __ATOMIC_RELAXED);
 	}
-	prof_count(tc, 0, n);
+	return tc;
+}
+
+/* Record a new block of n requested bytes at p: exact totals, its size in
+ * the header (small: already placed by the caller) or big-block header,
+ * the countdown, and a sample when one is due.  Always inlined: a sample
+ * then unwinds one frame of ours fewer (~70 instructions). */
+static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_t n, uint64_t *h)
+{
+	ha_tcache *tc = prof_sync();
+	int exact = ha_prof_exact;
+	if (exact)
+		prof_count(tc, 0, n);
 	uint64_t *lreq = NULL;
 	if (h) {
 		h[0] = n;
@@ -288,6 +297,10 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
 	/* 0 means "the next byte is marked": a 0-byte request then is sampled
 	 * too (R = 1 records every allocation) */
 	if (HA_UNLIKELY(left < 0 || (n == 0 && tc->sample_left == 0))) {
+		if (!exact) {   /* estimate mode: bytes since the last callback */
+			int64_t since = tc->armed - tc->sample_left + (int64_t)n;
+			prof_count(tc, 0, (uint64_t)(since > (int64_t)n ? since : (int64_t)n));
+		}
 		int sampled = 0;
 		left = ha_prof_on_alloc(p, n, &sampled);
 		if (sampled) {
@@ -296,8 +309,16 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
 			else
 				*lreq |= HA_LARGE_SAMPLED;
 		}
+		tc->armed = left;
 	}
 	tc->sample_left = left;
+}
+
+/* Estimate mode: would an allocation of n bytes now reach the countdown's
+ * marked byte (or a threshold check)?  Only such blocks carry a header. */
+static inline int prof_due(ha_tcache *tc, size_t n)
+{
+	return tc->sample_left - (int64_t)n < 0 || (n == 0 && tc->sample_left == 0);
 }
 
 static void *small_alloc_once(unsigned cls, size_t n)
@@ -309,6 +330,16 @@ static void *small_alloc_once(unsigned cls, size_t n)
 /* The general profiling path: any size, alignment, zeroing. */
 static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 {
+	if (!ha_prof_exact) {
+		/* estimate mode: a plain block unless a sample may be due */
+		ha_tcache *tc = prof_sync();
+		if (!prof_due(tc, n)) {
+			void *p = alloc_plain(n, align, zero);
+			if (HA_LIKELY(p != NULL))
+				tc->sample_left -= (int64_t)n;
+			return p;
+		}
+	}
 	size_t pad = align <= HA_MIN_ALIGN ? HA_HDR : align;
 	unsigned cls = 0;
 	if (align <= HA_MIN_ALIGN)
@@ -361,6 +392,27 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 	return b + HA_HDR;
 }
 
+/* malloc in estimate mode (HEAP_PROFILE_EXACT_TOTALS off), n <= 32 KiB:
+ * the plain fast path plus the countdown's subtract-and-branch, nothing
+ * else.  A block that may be sampled goes to alloc_prof() and gets a
+ * header; the rest are plain blocks that free() handles as without
+ * profiling. */
+static HA_NOINLINE void *malloc_prof_fast(size_t n)
+{
+	ha_tcache *tc = &ha_tc;
+	unsigned cls = ha_size_to_class(n);
+	ha_tlist *l = &tc->list[cls];
+	void *p = l->head;
+	int64_t left = tc->sample_left - (int64_t)n;
+	if (HA_UNLIKELY(!p || left <= 0 ||
+			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
+		return alloc_prof(n, 0, 0);
+	l->head = *(void **)p;
+	l->len--;
+	tc->sample_left = left;
+	return p;
+}
+
 /* End of a tracked small block's life (h: its header, checked): count it
  * if it belongs to this session, tell the profiler if it was sampled. */
 static void prof_forget_small(void *p, uint64_t *h)
@@ -371,7 +423,8 @@ static void prof_forget_small(void *p, uint64_t *h)
 	if (!ha_prof_active || session != ha_prof_key)
 		return;
 	size_t req = (size_t)(w & ~HA_HDR_SAMPLED);
-	prof_count(&ha_tc, 1, req);
+	if (ha_prof_exact)
+		prof_count(&ha_tc, 1, req);
 	if (HA_UNLIKELY(w & HA_HDR_SAMPLED))
 		ha_prof_on_free(p, req);
 }
@@ -425,7 +478,8 @@ static void prof_forget_big(uint64_t v, void *p)
 	    (v & ((uint64_t)0x7fff << HA_BIG_SESSION_SHIFT)) != big_session())
 		return;
 	size_t req = (size_t)(v & (((uint64_t)1 << HA_BIG_SESSION_SHIFT) - 1));
-	prof_count(&ha_tc, 1, req);
+	if (ha_prof_exact)
+		prof_count(&ha_tc, 1, req);
 	if (v & HA_LARGE_SAMPLED)
 		ha_prof_on_free(p, req);
 }
@@ -436,7 +490,8 @@ static void prof_forget_big(uint64_t v, void *p)
 static HA_NOINLINE void *malloc_slow(size_t n)
 {
 	if (ha_prof_active)
-		return n <= HA_SMALL_MAX ? malloc_prof_small(n) : alloc_prof(n, 0, 0);
+		return n > HA_SMALL_MAX ? alloc_prof(n, 0, 0) :
+			ha_prof_exact ? malloc_prof_small(n) : malloc_prof_fast(n);
 	return alloc_plain(n, 0, 0);
 }
 
@@ -459,7 +514,7 @@ static HA_NOINLINE void free_slow(void *p, ha_span *s)
 	if (!p)
 		return;
 	if (s) {
-		if (ha_prof_active)
+		if (ha_prof_exact)
 			free_prof_small(s, p);
 		else
 			small_push(s, p);
@@ -481,7 +536,7 @@ static HA_NOINLINE void free_slow(void *p, ha_span *s)
 void ha_free(void *p)
 {
 	ha_span *s = ha_pagemap_get(p);
-	if (HA_LIKELY(s && !ha_prof_active)) {
+	if (HA_LIKELY(s && !ha_prof_exact)) {
 		small_push(s, p);
 		return;
 	}
@@ -527,8 +582,17 @@ void *ha_realloc(void *p, size_t n)
 		uint64_t *h = hdr_of(p, rem, "realloc(): invalid pointer");
 		old = ha_class_size[s->cls] - rem;
 		if (!h) {
-			if (!ha_prof_active && n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls)
-				return p;
+			if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls) {
+				if (!ha_prof_active)
+					return p;
+				if (!ha_prof_exact) {   /* estimate mode: the countdown only */
+					ha_tcache *tc = prof_sync();
+					if (!prof_due(tc, n)) {
+						tc->sample_left -= (int64_t)n;
+						return p;
+					}
+				}
+			}
 		} else if (rem == HA_HDR && hdr_class(n) == s->cls) {
 			/* a tracked block stays tracked: with profiling on that
 			 * counts as a free plus an allocation */
@@ -583,7 +647,9 @@ HA_EXPORT void *malloc(size_t n)
 	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
 		if (HA_LIKELY(!ha_prof_active))
 			return small_pop(ha_size_to_class(n), n);
-		return malloc_prof_small(n);
+		if (HA_LIKELY(ha_prof_exact))
+			return malloc_prof_small(n);
+		return malloc_prof_fast(n);
 	}
 	return malloc_slow(n);
 }
@@ -592,7 +658,9 @@ HA_EXPORT void free(void *p)
 {
 	ha_span *s = ha_pagemap_get(p);
 	if (HA_LIKELY(s != NULL)) {
-		if (HA_LIKELY(!ha_prof_active))
+		/* estimate mode frees as without profiling: only sampled blocks
+		 * carry a header, and small_push sends those to the profiler */
+		if (HA_LIKELY(!ha_prof_exact))
 			small_push(s, p);
 		else
 			free_prof_small(s, p);

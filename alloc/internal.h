@@ -180,6 +180,9 @@ typedef struct ha_tnode {
 typedef struct ha_tcache {
 	ha_tlist list[HA_NCLASSES];
 	int64_t sample_left;     /* profiler countdown in requested bytes */
+	int64_t armed;           /* countdown taken at the last callback or
+				  * epoch (estimate mode: bytes allocated since
+				  * = armed - sample_left) */
 	ha_tnode *node;          /* registry record while state == 1 */
 	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
 	unsigned epoch;          /* last ha_countdown_epoch this thread took;
@@ -192,7 +195,9 @@ extern HA_TLS ha_tcache ha_tc;
  * threads write (ha_slow_allocs sat next to ha_prof_active and cost the
  * 2-thread server bench a third of its throughput in cache-line traffic). */
 typedef struct ha_hot {
-	int prof_active;         /* profiling on: malloc/free take the prof path */
+	int prof_active;         /* profiling on: malloc takes the prof path */
+	int prof_exact;          /* exact totals (HEAP_PROFILE_EXACT_TOTALS): free
+				  * takes the prof path, blocks carry sizes */
 	uint32_t prof_key;       /* the profiling session, in block headers */
 	unsigned countdown_epoch;  /* never 0 once profiling has started */
 	int64_t countdown_value;
@@ -201,6 +206,7 @@ typedef struct ha_hot {
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_active (ha_hot.prof_active)
+#define ha_prof_exact (ha_hot.prof_exact)
 #define ha_prof_key (ha_hot.prof_key)
 #define ha_countdown_epoch (ha_hot.countdown_epoch)
 #define ha_countdown_value (ha_hot.countdown_value)

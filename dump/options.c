@@ -20,6 +20,7 @@
 extern char **environ;
 
 ha_prof_options ha_prof_opt;
+int ha_prof_opt_loaded;
 
 typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_BOOL, OPT_SIGNAL } opt_type;
 
@@ -59,6 +60,8 @@ static const opt_row rows[] = {
 	  "every process names its files PREFIX_PID.NNNN.heap" },
 	{ "HEAP_PROFILE_CLEANUP", OPT_BOOL, 1, &ha_prof_opt.cleanup, NULL, NULL,
 	  "at start, remove earlier PREFIX.NNNN.heap files of this naming" },
+	{ "HEAP_PROFILE_EXACT_TOTALS", OPT_BOOL, 1, &ha_prof_opt.exact_totals, NULL, NULL,
+	  "exact dump totals (sizes kept per block); false: estimated from samples, cheaper" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)
@@ -192,6 +195,7 @@ void ha_options_load(void)
 
 void ha_options_load_from(char *const *env)
 {
+	ha_prof_opt_loaded = 1;
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const opt_row *r = &rows[i];
 		const char *v = env_lookup(env, r->name);

@@ -112,8 +112,10 @@ typedef struct ha_prof_options {
 	int64_t use_pid;          /* HEAPPROFILE_USE_PID */
 	int64_t use_pid_set;      /* HEAPPROFILE_USE_PID present in environ */
 	int64_t cleanup;          /* HEAP_PROFILE_CLEANUP */
+	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 } ha_prof_options;
 extern ha_prof_options ha_prof_opt;
+extern int ha_prof_opt_loaded;   /* ha_options_load has run */
 /* Parse environ into ha_prof_opt; junk values get one line and the default. */
 void ha_options_load(void);
 /* The same over any environment array (the fuzz target's seam). */
@@ -128,6 +130,9 @@ const char *ha_options_env(const char *name);
 /* ---- sampler.c ----------------------------------------------------------- */
 /* Next exponential distance in bytes with mean r (r <= 1: 0). */
 int64_t ha_sampler_next(int64_t r);
+/* What a sampled object of req bytes stands for at mean interval r:
+ * req / (1 - exp(-req / r)), pprof's unsampling (req itself when r <= 1). */
+uint64_t ha_sampler_unsample(uint64_t req, int64_t r);
 void ha_sampler_seed(uint64_t seed);
 
 /* ---- stack.c --------------------------------------------------------------- */

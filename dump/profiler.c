@@ -58,6 +58,9 @@ static struct {
 	uint64_t samples;
 	uint32_t gen;             /* bumped by every start */
 	int64_t first_countdown, first_sdist;
+	int exact;                /* HEAP_PROFILE_EXACT_TOTALS for this start */
+	int64_t est_inuse;        /* estimate mode: unsampled bytes of the live
+				   * sampled objects (relaxed atomics) */
 	char prefix[PREFIX_MAX + 1];
 } P;
 
@@ -76,12 +79,30 @@ static HA_TLS struct {
 /* ------------------------------------------------------------------ */
 /* totals and thresholds                                               */
 
+/* Exact mode: the allocator's per-thread totals.  Estimate mode
+ * (HEAP_PROFILE_EXACT_TOTALS off): allocated bytes as of each thread's
+ * last countdown callback (each thread lags by less than its countdown),
+ * in use estimated from the live sampled objects, freed the difference. */
 void ha_prof_totals(uint64_t out[4])
 {
 	uint64_t t[4];
 	ha_tcache_prof_totals(t);
 	for (int i = 0; i < 4; i++)
 		out[i] = t[i] > P.base[i] ? t[i] - P.base[i] : 0;
+	if (!P.exact) {
+		int64_t est = __atomic_load_n(&P.est_inuse, __ATOMIC_RELAXED);
+		uint64_t inuse = est < 0 ? 0 : (uint64_t)est;
+		if (inuse > out[0])
+			out[0] = inuse;
+		out[2] = out[0] - inuse;
+	}
+}
+
+static void est_add(size_t req, int sign)
+{
+	if (!P.exact)
+		__atomic_fetch_add(&P.est_inuse, sign * (int64_t)ha_sampler_unsample(req, P.r),
+				   __ATOMIC_RELAXED);
 }
 
 static uint64_t inuse_of(const uint64_t t[4])
@@ -192,6 +213,7 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		if (r) {
 			*sampled = 1;
 			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
+			est_add(req, 1);
 		}
 		return;
 	}
@@ -201,6 +223,7 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
 			*sampled = 1;
 			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
+			est_add(req, 1);
 		} else {            /* no room to remember it: undo the count */
 			__atomic_fetch_sub(&b->alloc_count, 1, __ATOMIC_RELAXED);
 			__atomic_fetch_sub(&b->alloc_bytes, req, __ATOMIC_RELAXED);
@@ -270,11 +293,13 @@ void ha_prof_on_free(void *p, size_t req)
 	if (HA_UNLIKELY(fork_window))
 		return;
 	if (ha_prof_busy) {
-		ha_objmap_remove((uintptr_t)p);
+		if (ha_objmap_remove((uintptr_t)p))
+			est_add(req, -1);
 		return;
 	}
 	ha_prof_busy = 1;
-	ha_objmap_remove((uintptr_t)p);
+	if (ha_objmap_remove((uintptr_t)p))
+		est_add(req, -1);
 	if (P.running && P.d_int > 0 && ts.gen == P.gen) {
 		ts.fbudget -= (int64_t)req;
 		if (ts.fbudget < 0)
@@ -485,6 +510,8 @@ int ha_prof_start(const char *prefix, int from_env)
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	ha_ensure_init();
+	if (!ha_prof_opt_loaded)      /* an API start before our constructor */
+		ha_options_load();
 	ha_stack_init();              /* dl_iterate_phdr: before any lock */
 	ha_objmap_init();
 	pthread_mutex_lock(&ha_prof_dump_lock);
@@ -506,6 +533,8 @@ int ha_prof_start(const char *prefix, int from_env)
 	P.a_int = ha_prof_opt.alloc_interval;
 	P.d_int = ha_prof_opt.dealloc_interval;
 	P.i_int = ha_prof_opt.inuse_interval;
+	P.exact = ha_prof_opt.exact_totals != 0;
+	P.est_inuse = 0;
 	ha_tcache_prof_totals(P.base);
 	P.last_alloc = P.last_free = P.high_water = 0;
 	P.samples = 0;
@@ -520,6 +549,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
 	ha_tcache_reset_countdowns(P.first_countdown);
 	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ha_prof_exact, P.exact, __ATOMIC_RELEASE);
 	__atomic_store_n(&ha_prof_active, 1, __ATOMIC_RELEASE);
 	ha_log("Starting tracking the heap\n");
 	pthread_mutex_unlock(&ha_prof_dump_lock);
@@ -542,6 +572,7 @@ void ha_prof_stop(void)
 	pthread_mutex_lock(&ha_prof_dump_lock);
 	if (P.running) {
 		__atomic_store_n(&ha_prof_active, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&ha_prof_exact, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
 		ha_table_lock();
 		ha_objmap_lock_all();

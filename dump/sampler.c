@@ -70,6 +70,33 @@ static double ha_ln(double x)
 	return e * 0.69314718055994531 + series;
 }
 
+/* e^y for y <= 0 without libm: 2^k e^f, f in (-ln 2, 0], Taylor to f^12
+ * (relative error < 1e-9); 0 below -700. */
+static double ha_exp_neg(double y)
+{
+	if (y < -700)
+		return 0;
+	int k = (int)(y / 0.69314718055994531);
+	double f = y - k * 0.69314718055994531, t = 1, sum = 1;
+	for (int i = 1; i <= 12; i++) {
+		t *= f / i;
+		sum += t;
+	}
+	for (; k < 0; k++)
+		sum *= 0.5;
+	return sum;
+}
+
+uint64_t ha_sampler_unsample(uint64_t req, int64_t r)
+{
+	if (r <= 1 || req == 0)
+		return req;
+	double x = (double)req / (double)r;
+	/* 1 - e^-x, by its series when x is small (no cancellation) */
+	double p = x < 1e-3 ? x * (1 - x / 2 * (1 - x / 3)) : 1 - ha_exp_neg(-x);
+	return (uint64_t)((double)req / p + 0.5);
+}
+
 int64_t ha_sampler_next(int64_t r)
 {
 	if (r <= 1)
