@@ -318,6 +318,8 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
  * marked byte (or a threshold check)?  Only such blocks carry a header. */
 static inline int prof_due(ha_tcache *tc, size_t n)
 {
+	if (HA_UNLIKELY(n > ((size_t)1 << 62)))
+		return 1;   /* cannot succeed; and no signed overflow below */
 	return tc->sample_left - (int64_t)n < 0 || (n == 0 && tc->sample_left == 0);
 }
 
