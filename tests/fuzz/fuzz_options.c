@@ -29,7 +29,7 @@ static const char *const names[] = {
 	"HEAPPROFILE", "HEAP_PROFILE_SAMPLE_INTERVAL", "HEAP_PROFILE_ALLOCATION_INTERVAL",
 	"HEAP_PROFILE_DEALLOCATION_INTERVAL", "HEAP_PROFILE_INUSE_INTERVAL",
 	"HEAP_PROFILE_TIME_INTERVAL", "HEAPPROFILESIGNAL", "HEAPPROFILE_USE_PID",
-	"HEAP_PROFILE_CLEANUP",
+	"HEAP_PROFILE_CLEANUP", "HEAP_PROFILE_EXACT_TOTALS",
 };
 #define NNAMES (sizeof names / sizeof names[0])
 
@@ -121,7 +121,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (o->signal && (o->signal < 1 || o->signal >= NSIG || o->signal == SIGKILL ||
 			  o->signal == SIGSTOP))
 		die("an invalid signal after load", buf);
-	if ((o->use_pid != 0 && o->use_pid != 1) || (o->cleanup != 0 && o->cleanup != 1))
+	if ((o->use_pid != 0 && o->use_pid != 1) || (o->cleanup != 0 && o->cleanup != 1) ||
+	    (o->exact_totals != 0 && o->exact_totals != 1))
 		die("a boolean that is neither 0 nor 1", buf);
 	if (o->prefix) {
 		int inside = 0;
