@@ -187,6 +187,9 @@ typedef struct ha_tcache {
 	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
 	unsigned epoch;          /* last ha_countdown_epoch this thread took;
 				  * 0 (never current) unless state == 1 */
+	unsigned budget_skips;   /* budget checks skipped since the last count */
+	uint64_t max_bytes;      /* sum of list max * class size: a bound on
+				  * the cache's bytes at every slow path */
 } ha_tcache;
 
 extern HA_TLS ha_tcache ha_tc;

@@ -92,8 +92,11 @@ ha_tcache *ha_tcache_attach(void)
 	nd->live = 1;
 	__atomic_fetch_add(&live_threads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&registry_lock);
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
+	tc->max_bytes = 0;
+	for (unsigned c = 1; c < HA_NCLASSES; c++) {
 		tc->list[c].max = 1;
+		tc->max_bytes += ha_class_size[c];
+	}
 	tc->node = nd;
 	tc->state = 1;
 	pthread_setspecific(ha_thread_key, tc);
@@ -119,11 +122,13 @@ static inline uint32_t list_cap(unsigned cls)
 
 static void enforce_budget(ha_tcache *tc);
 
-static void grow(ha_tlist *l, unsigned cls)
+static void grow(ha_tcache *tc, ha_tlist *l, unsigned cls)
 {
-	uint32_t cap = list_cap(cls);
-	if (l->max < cap)
-		l->max = l->max * 2 < cap ? l->max * 2 : cap;
+	uint32_t cap = list_cap(cls), old = l->max;
+	if (old < cap) {
+		l->max = old * 2 < cap ? old * 2 : cap;
+		tc->max_bytes += (uint64_t)(l->max - old) * ha_class_size[cls];
+	}
 }
 
 void *ha_tcache_refill(unsigned cls, size_t n)
@@ -160,7 +165,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	l->head = *(void **)p;
 	l->len += got - 1;
 	if (tc->state == 1) {
-		grow(l, cls);
+		grow(tc, l, cls);
 		enforce_budget(tc);
 	}
 	return p;
@@ -181,16 +186,24 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 }
 
 /* Over its share of the total budget, the cache gives back half of every
- * list (and lowers their max) until it is under. */
+ * list (and lowers their max) until it is under.  Every list holds at most
+ * its max at a slow path, so while the maxes add up to no more than the
+ * budget the count (a pass over every class) is skipped — but for every
+ * 16th call, which keeps node->cached_bytes (statistics) fresh. */
 static void enforce_budget(ha_tcache *tc)
 {
 	uint64_t b = budget(), have;
+	if (tc->max_bytes <= b && (++tc->budget_skips & 15))
+		return;
 	while ((have = cache_bytes(tc)) > b) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
 			ha_tlist *l = &tc->list[c];
 			give_back(l, c, l->len > 1 ? l->len / 2 : l->len, 1);
-			if (l->max > ha_class_batch[c])
-				l->max -= ha_class_batch[c];
+			uint32_t cut = l->max > ha_class_batch[c] ? ha_class_batch[c] : 0;
+			l->max -= cut;
+			tc->max_bytes -= (uint64_t)cut * ha_class_size[c];
+			if (l->len > l->max)   /* keep len <= max: max_bytes bounds */
+				give_back(l, c, l->len - l->max, 1);
 		}
 	}
 	if (tc->node)
@@ -212,7 +225,7 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 	}
 	unsigned batch = ha_class_batch[cls];
 	if (l->max < list_cap(cls)) {
-		grow(l, cls);          /* slow start: keep more before giving back */
+		grow(tc, l, cls);      /* slow start: keep more before giving back */
 		if (l->len <= l->max)
 			return;
 	}
