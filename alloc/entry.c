@@ -370,49 +370,46 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 	return p;
 }
 
-/* malloc with profiling on, n <= 32 KiB: the plain fast path plus the
- * countdown's subtract-and-branch, one counter and the header.  Anything
- * unusual (empty list, a sample due, a thread not live, a new countdown to
- * take: tc->epoch is current only in a live thread) goes to alloc_prof(). */
-static HA_NOINLINE void *malloc_prof_small(size_t n)
+/* The profiled fast paths' pop: a block of class cls for a request of n
+ * bytes, with the countdown charged; NULL when anything is unusual (empty
+ * list, a sample due, a thread not live, a new countdown to take: tc->epoch
+ * is current only in a live thread) and the caller must go to alloc_prof(). */
+static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n)
 {
-	ha_tcache *tc = &ha_tc;
-	unsigned cls = hdr_class(n);
-	ha_tlist *l = &tc->list[cls];
-	char *b = l->head;
-	int64_t left = tc->sample_left - (int64_t)n;
-	if (HA_UNLIKELY(!b || left <= 0 ||
-			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
-		return alloc_prof(n, 0, 0);
-	l->head = *(void **)b;
-	l->len--;
-	tc->sample_left = left;
-	BUMP(tc->node->prof_alloc_bytes, n);
-	uint64_t *h = (uint64_t *)b;
-	h[0] = n;
-	h[1] = hdr_check(h);
-	return b + HA_HDR;
-}
-
-/* malloc in estimate mode (HEAP_PROFILE_EXACT_TOTALS off), n <= 32 KiB:
- * the plain fast path plus the countdown's subtract-and-branch, nothing
- * else.  A block that may be sampled goes to alloc_prof() and gets a
- * header; the rest are plain blocks that free() handles as without
- * profiling. */
-static HA_NOINLINE void *malloc_prof_fast(size_t n)
-{
-	ha_tcache *tc = &ha_tc;
-	unsigned cls = ha_size_to_class(n);
 	ha_tlist *l = &tc->list[cls];
 	void *p = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
 	if (HA_UNLIKELY(!p || left <= 0 ||
 			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
-		return alloc_prof(n, 0, 0);
+		return NULL;
 	l->head = *(void **)p;
 	l->len--;
 	tc->sample_left = left;
 	return p;
+}
+
+/* malloc with profiling on, n <= 32 KiB: the plain fast path plus the
+ * countdown's subtract-and-branch, one counter and the header. */
+static HA_NOINLINE void *malloc_prof_small(size_t n)
+{
+	ha_tcache *tc = &ha_tc;
+	uint64_t *h = countdown_pop(tc, hdr_class(n), n);
+	if (HA_UNLIKELY(!h))
+		return alloc_prof(n, 0, 0);
+	BUMP(tc->node->prof_alloc_bytes, n);
+	h[0] = n;
+	h[1] = hdr_check(h);
+	return (char *)h + HA_HDR;
+}
+
+/* malloc in estimate mode (HEAP_PROFILE_EXACT_TOTALS off), n <= 32 KiB:
+ * the plain fast path plus the countdown, nothing else.  A block that may
+ * be sampled goes to alloc_prof() and gets a header; the rest are plain
+ * blocks that free() handles as without profiling. */
+static HA_NOINLINE void *malloc_prof_fast(size_t n)
+{
+	void *p = countdown_pop(&ha_tc, ha_size_to_class(n), n);
+	return HA_LIKELY(p != NULL) ? p : alloc_prof(n, 0, 0);
 }
 
 /* End of a tracked small block's life (h: its header, checked): count it
