@@ -227,10 +227,8 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
-/* out[0] allocated, out[2] freed bytes (requested sizes); out[1], out[3]
- * (object counts) are 0: nothing reads them, and not keeping them saves
- * every profiled malloc and free a store */
-void ha_tcache_prof_totals(uint64_t out[4]);
+/* out[0] allocated, out[1] freed bytes (requested sizes), all threads */
+void ha_tcache_prof_totals(uint64_t out[2]);
 /* Every thread's countdown becomes v at its next profiling allocation
  * (threads compare ha_tcache.epoch with ha_countdown_epoch). */
 void ha_tcache_reset_countdowns(int64_t v);

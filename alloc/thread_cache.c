@@ -48,7 +48,7 @@ HA_TLS ha_tcache ha_tc;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_tnode *registry;
 /* profiling totals of threads that have exited */
-static uint64_t retired[4];
+static uint64_t retired[2];   /* allocated, freed */
 
 static inline uint64_t rd(const uint64_t *p)
 {
@@ -248,7 +248,7 @@ void ha_tcache_flush_self(void)
 void ha_tcache_retire_prof(uint64_t alloc_bytes, uint64_t free_bytes)
 {
 	__atomic_fetch_add(&retired[0], alloc_bytes, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&retired[2], free_bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&retired[1], free_bytes, __ATOMIC_RELAXED);
 }
 
 void ha_tcache_thread_exit(void *arg)
@@ -297,15 +297,15 @@ uint64_t ha_tcache_count(uint64_t *bytes)
 	return n;
 }
 
-void ha_tcache_prof_totals(uint64_t out[4])
+void ha_tcache_prof_totals(uint64_t out[2])
 {
 	pthread_mutex_lock(&registry_lock);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 2; i++)
 		out[i] = rd(&retired[i]);
 	for (ha_tnode *nd = registry; nd; nd = nd->next)
 		if (__atomic_load_n(&nd->live, __ATOMIC_ACQUIRE)) {
 			out[0] += rd(&nd->prof_alloc_bytes);
-			out[2] += rd(&nd->prof_free_bytes);
+			out[1] += rd(&nd->prof_free_bytes);
 		}
 	pthread_mutex_unlock(&registry_lock);
 }

@@ -25,10 +25,10 @@ HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
 {
 	memset(out, 0, sizeof *out);
 	ha_alloc_stats(out);           /* the allocator's half (alloc/entry.c) */
-	uint64_t t[4];
+	uint64_t t[2];
 	ha_prof_totals(t);
 	out->prof_alloc_bytes = t[0];
-	out->prof_free_bytes = t[2];
+	out->prof_free_bytes = t[1];
 	out->prof_samples = ha_prof_samples();
 	uint64_t buckets, tmem, drops, objs, omem;
 	ha_table_stats(&buckets, &tmem, &drops);

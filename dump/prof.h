@@ -254,7 +254,7 @@ void ha_prof_time_dump(void);
 uint64_t ha_prof_dumps(void);
 uint64_t ha_prof_samples(void);
 /* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
-void ha_prof_totals(uint64_t out[4]);
+void ha_prof_totals(uint64_t out[2]);
 
 /* ---- helper.c ------------------------------------------------------------ */
 int ha_helper_start(int64_t time_interval, int signo);  /* 0 or errno */

@@ -50,7 +50,7 @@ static struct {
 	pid_t cur_pid;
 	int64_t r;                /* mean sampling interval */
 	int64_t a_int, d_int, i_int;
-	uint64_t base[4];         /* allocator totals when profiling started */
+	uint64_t base[2];         /* allocator totals when profiling started */
 	uint64_t last_alloc, last_free, high_water; /* baselines, relative */
 	struct timespec last_time;
 	uint64_t ndumps;          /* file counter; carries on across stop/start */
@@ -83,18 +83,18 @@ static HA_TLS struct {
  * (HEAP_PROFILE_EXACT_TOTALS off): allocated bytes as of each thread's
  * last countdown callback (each thread lags by less than its countdown),
  * in use estimated from the live sampled objects, freed the difference. */
-void ha_prof_totals(uint64_t out[4])
+void ha_prof_totals(uint64_t out[2])
 {
-	uint64_t t[4];
+	uint64_t t[2];
 	ha_tcache_prof_totals(t);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 2; i++)
 		out[i] = t[i] > P.base[i] ? t[i] - P.base[i] : 0;
 	if (!P.exact) {
 		int64_t est = __atomic_load_n(&P.est_inuse, __ATOMIC_RELAXED);
 		uint64_t inuse = est < 0 ? 0 : (uint64_t)est;
 		if (inuse > out[0])
 			out[0] = inuse;
-		out[2] = out[0] - inuse;
+		out[1] = out[0] - inuse;
 	}
 }
 
@@ -105,13 +105,13 @@ static void est_add(size_t req, int sign)
 				   __ATOMIC_RELAXED);
 }
 
-static uint64_t inuse_of(const uint64_t t[4])
+static uint64_t inuse_of(const uint64_t t[2])
 {
-	return t[0] > t[2] ? t[0] - t[2] : 0;
+	return t[0] > t[1] ? t[0] - t[1] : 0;
 }
 
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */
-static int64_t alloc_room(const uint64_t t[4])
+static int64_t alloc_room(const uint64_t t[2])
 {
 	int64_t room = INT64_MAX;
 	if (P.a_int > 0) {
@@ -125,11 +125,11 @@ static int64_t alloc_room(const uint64_t t[4])
 	return room < 0 ? 0 : room;
 }
 
-static int64_t free_room(const uint64_t t[4])
+static int64_t free_room(const uint64_t t[2])
 {
 	if (P.d_int <= 0)
 		return INT64_MAX;
-	int64_t r = (int64_t)(P.last_free + (uint64_t)P.d_int - t[2]) - 1;
+	int64_t r = (int64_t)(P.last_free + (uint64_t)P.d_int - t[1]) - 1;
 	return r < 0 ? 0 : r;
 }
 
@@ -154,7 +154,7 @@ static int dump_locked(const char *reason);
  * order of reasons; an automatic dump resets every baseline. */
 static void check_thresholds(void)
 {
-	uint64_t t[4];
+	uint64_t t[2];
 	ha_prof_totals(t);
 	if (alloc_room(t) > 0 && free_room(t) > 0 && P.running) {
 		ts.tbudget = per_thread(alloc_room(t));
@@ -169,15 +169,15 @@ static void check_thresholds(void)
 		uint64_t inuse = inuse_of(t);
 		if (P.a_int > 0 && t[0] >= P.last_alloc + (uint64_t)P.a_int)
 			mb_reason(reason, sizeof reason, "allocated", t[0], inuse);
-		else if (P.d_int > 0 && t[2] >= P.last_free + (uint64_t)P.d_int)
-			mb_reason(reason, sizeof reason, "freed", t[2], inuse);
+		else if (P.d_int > 0 && t[1] >= P.last_free + (uint64_t)P.d_int)
+			mb_reason(reason, sizeof reason, "freed", t[1], inuse);
 		else if (P.i_int > 0 && inuse > P.high_water + (uint64_t)P.i_int)
 			ha_snprintf(reason, sizeof reason, "%llu MB currently in use",
 				    (unsigned long long)(inuse >> 20));
 		if (reason[0]) {
 			dump_locked(reason);
 			P.last_alloc = t[0];
-			P.last_free = t[2];
+			P.last_free = t[1];
 			if (inuse > P.high_water)
 				P.high_water = inuse;
 		}
@@ -385,12 +385,12 @@ static int dump_now(const char *reason, int automatic)
 			ha_snprintf(buf, sizeof buf, "%lld sec since the last dump", secs);
 			reason = buf;
 		}
-		uint64_t t[4];
+		uint64_t t[2];
 		ha_prof_totals(t);
 		err = dump_locked(reason);
 		if (automatic) {
 			P.last_alloc = t[0];
-			P.last_free = t[2];
+			P.last_free = t[1];
 			if (inuse_of(t) > P.high_water)
 				P.high_water = inuse_of(t);
 		}
@@ -541,7 +541,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	if (from_env && ha_prof_opt.cleanup)
 		cleanup_old();
-	uint64_t zero[4] = { 0, 0, 0, 0 };
+	uint64_t zero[2] = { 0, 0 };
 	P.first_sdist = ha_sampler_next(P.r);
 	int64_t c = alloc_room(zero);
 	c = c < P.first_sdist ? c : P.first_sdist;
@@ -622,7 +622,7 @@ static void exit_dump(void)
 {
 	if (!ha_prof_running())
 		return;
-	uint64_t t[4];
+	uint64_t t[2];
 	ha_prof_totals(t);
 	uint64_t inuse = inuse_of(t);
 	char reason[64];
