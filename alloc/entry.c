@@ -180,7 +180,7 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 /* A small block allocated while profiling starts with a 16-byte header and
  * the program gets block + 16 (block + align for an aligned request; the
  * header is always the 16 bytes before the program's pointer):
- *     word 0   requested size | HA_HDR_SAMPLED
+ *     word 0   requested size | HA_HDR_SAMPLED | HA_HDR_ALIGNED
  *     word 1   the header's address ^ ha_hdr_secret ^ session << 32
  *              (session: ha_prof_key, never 0), i.e. address ^ ha_hdr_mask
  *              for a block of the current session: one compare checks
@@ -195,6 +195,10 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
  * Only blocks of the current session count in the totals. */
 #define HA_HDR 16
 #define HA_HDR_SAMPLED ((uint64_t)1 << 63)
+/* the header is not the block's start (an aligned request: the program's
+ * pointer is block + align), so free must find the block the long way */
+#define HA_HDR_ALIGNED ((uint64_t)1 << 62)
+#define HA_HDR_FLAGS (HA_HDR_SAMPLED | HA_HDR_ALIGNED)
 /* Big blocks (large and huge) keep the size in their header word:
  *     HA_BIG_TRACKED | (session & 0x7fff) << 47 | requested size
  * (| HA_LARGE_SAMPLED), so a free in a later session does not count. */
@@ -367,6 +371,8 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 	if (zero)
 		memset(p, 0, n);
 	prof_note_alloc(p, n, (uint64_t *)p - 2);
+	if (pad != HA_HDR)
+		((uint64_t *)p)[-2] |= HA_HDR_ALIGNED;
 	return p;
 }
 
@@ -421,7 +427,7 @@ static void prof_forget_small(void *p, uint64_t *h)
 	h[1] = 0;
 	if (!ha_prof_active || session != ha_prof_key)
 		return;
-	size_t req = (size_t)(w & ~HA_HDR_SAMPLED);
+	size_t req = (size_t)(w & ~HA_HDR_FLAGS);
 	if (ha_prof_exact)
 		prof_count(&ha_tc, 1, req);
 	if (HA_UNLIKELY(w & HA_HDR_SAMPLED))
@@ -440,33 +446,44 @@ static HA_NOINLINE void free_small_odd(ha_span *s, void *p)
 	push_checked(s->cls, b);
 }
 
-/* free with profiling on.  The common case, a block of this session that
- * was not sampled, in a live thread: clear the header's check word, count
- * its bytes, push the block.  Every call is a tail call or noreturn. */
-static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
+/* free of a small block that carries no valid header of this session at
+ * p - 16: a plain block (allocated before profiling) or anything odd. */
+static HA_NOINLINE void free_prof_other(ha_span *s, void *p)
 {
 	uintptr_t off = (uintptr_t)p - s->base;
 	unsigned cls = s->cls;
 	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	uintptr_t rem = off - (uintptr_t)idx * ha_class_size[cls];
+	if (HA_LIKELY((uintptr_t)idx * ha_class_size[cls] == off && idx < s->nobj)) {
+		push_checked(cls, p);   /* allocated before profiling */
+		return;
+	}
+	free_small_odd(s, p);
+}
+
+/* free with profiling on.  The common case, a block of this session that
+ * was not sampled, in a live thread: clear the header's check word, count
+ * its bytes, push the block.  The check word comes first: it names the
+ * header's own address and this session under a random secret, so when it
+ * matches, p is a profiled block's pointer and p - 16 its block, with no
+ * division to find p's place in the span.  p - 16 is readable whenever p
+ * is not in the first 16 bytes of a page (spans are whole pages).  Every
+ * call is a tail call or noreturn. */
+static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
+{
 	uint64_t *h = (uint64_t *)p - 2;
-	if (HA_UNLIKELY(rem != HA_HDR || idx >= s->nobj)) {
-		if (rem == 0 && idx < s->nobj) {
-			push_checked(cls, p);   /* allocated before profiling */
-			return;
-		}
-		free_small_odd(s, p);
+	if (HA_UNLIKELY(((uintptr_t)p & (HA_PAGE_SIZE - 1)) < HA_HDR || h[1] != hdr_check(h))) {
+		free_prof_other(s, p);
 		return;
 	}
 	uint64_t w = h[0];
 	ha_tnode *nd = ha_tc.node;      /* non-NULL exactly while state == 1 */
-	if (HA_UNLIKELY(h[1] != hdr_check(h) || (w & HA_HDR_SAMPLED) || !nd)) {
+	if (HA_UNLIKELY((w & HA_HDR_FLAGS) || !nd)) {
 		free_small_odd(s, p);
 		return;
 	}
 	h[1] = 0;
 	BUMP(nd->prof_free_bytes, w);
-	push_checked(cls, h);
+	push_checked(s->cls, h);
 }
 
 /* End of a big block's tracked life; v is its header word (read before the
