@@ -1,0 +1,135 @@
+/* tests/prof_realloc.c — exact totals across realloc (spec §5): a realloc
+ * counts as freeing the old block and allocating the new size, whether the
+ * block stays in place (grown or shrunk within its size class), moves to
+ * another class, or goes large.  One process per sampling interval (every
+ * allocation recorded, 4096, the default; options are read at start-up, so
+ * the test runs itself again with each in the environment): the totals
+ * heapalloc_get_stats reports must grow by exactly the requested bytes,
+ * sampled or not, and every block keeps its bytes through each realloc.
+ */
+#include <sys/wait.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "heapalloc.h"
+#include "tests/check.h"
+
+#define N 2000
+static unsigned char *volatile keep[N];
+
+static void fill(unsigned char *p, size_t n, int i)
+{
+	memset(p, (unsigned char)(i * 7 + 1), n);
+}
+
+static int intact(const unsigned char *p, size_t n, int i)
+{
+	for (size_t k = 0; k < n; k++)
+		if (p[k] != (unsigned char)(i * 7 + 1))
+			return 0;
+	return 1;
+}
+
+/* Every block through the sizes in steps[], checking its bytes each time;
+ * returns how many reallocs kept the pointer (in place). */
+static long walk(const size_t *steps, int nsteps)
+{
+	long same = 0;
+	for (int i = 0; i < N; i++) {
+		keep[i] = malloc(steps[0]);
+		REQUIRE(keep[i]);
+		fill(keep[i], steps[0], i);
+	}
+	for (int s = 1; s < nsteps; s++)
+		for (int i = 0; i < N; i++) {
+			unsigned char *q = realloc(keep[i], steps[s]);
+			REQUIRE(q);
+			size_t kept = steps[s - 1] < steps[s] ? steps[s - 1] : steps[s];
+			if (!intact(q, kept, i)) {
+				CHECK(!"realloc kept the block's bytes");
+				break;
+			}
+			same += q == keep[i];
+			keep[i] = q;
+			fill(q, steps[s], i);
+		}
+	return same;
+}
+
+static void session(const char *dir, const char *interval)
+{
+	char prefix[300];
+	snprintf(prefix, sizeof prefix, "%s/r%s", dir, interval);
+	const char *got = getenv("HEAP_PROFILE_SAMPLE_INTERVAL");
+	REQUIRE(got && strcmp(got, interval) == 0);
+	REQUIRE(heapalloc_profile_start(prefix) == 0);
+
+	/* in place (100 -> 104 -> 108 share a class, also with a header),
+	 * shrink to another class, grow to another class, go large, come back */
+	static const size_t steps[] = { 100, 104, 108, 40, 3000, 3010, 70000, 20 };
+	const int ns = (int)(sizeof steps / sizeof steps[0]);
+	uint64_t sum = 0;
+	for (int s = 0; s < ns; s++)
+		sum += steps[s];
+
+	heapalloc_stats a, b;
+	heapalloc_get_stats(&a);
+	long same = walk(steps, ns);
+	for (int i = 0; i < N; i += 2)       /* free half */
+		free(keep[i]);
+	heapalloc_get_stats(&b);
+
+	uint64_t want_alloc = (uint64_t)N * sum;
+	uint64_t want_free = (uint64_t)N * (sum - steps[ns - 1]) + (uint64_t)(N / 2) * steps[ns - 1];
+	fprintf(stderr, "interval %s: %ld of %d reallocs in place, allocated +%llu, freed +%llu\n",
+		interval, same, N * (ns - 1), (unsigned long long)(b.prof_alloc_bytes - a.prof_alloc_bytes),
+		(unsigned long long)(b.prof_free_bytes - a.prof_free_bytes));
+	CHECK_EQ(b.prof_alloc_bytes - a.prof_alloc_bytes, want_alloc);
+	CHECK_EQ(b.prof_free_bytes - a.prof_free_bytes, want_free);
+	CHECK_GE(same, N);                   /* 100 -> 104 at least stays put */
+	for (int i = 1; i < N; i += 2) {
+		if (!intact(keep[i], steps[ns - 1], i))
+			CHECK(!"the last block's bytes are intact");
+		free(keep[i]);
+	}
+	heapalloc_profile_stop();
+}
+
+int main(int argc, char **argv)
+{
+	if (getenv("HEAPPROFILE"))
+		SKIP("HEAPPROFILE is set");
+	if (argc == 3) {                     /* one session: dir, interval */
+		session(argv[1], argv[2]);
+		return CHECK_DONE();
+	}
+	char dir[] = "/tmp/prof_realloc.XXXXXX";
+	REQUIRE(mkdtemp(dir));
+	static const char *const intervals[] = { "1", "4096", "524288" };
+	for (int k = 0; k < 3; k++) {
+		fflush(NULL);
+		pid_t pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			setenv("HEAP_PROFILE_SAMPLE_INTERVAL", intervals[k], 1);
+			setenv("HEAP_PROFILE_EXACT_TOTALS", "1", 1);
+			setenv("HEAP_PROFILE_ALLOCATION_INTERVAL", "0", 1);
+			setenv("HEAP_PROFILE_INUSE_INTERVAL", "0", 1);
+			char *args[] = { argv[0], dir, (char *)intervals[k], NULL };
+			execv("/proc/self/exe", args);
+			_exit(98);
+		}
+		int st = 0;
+		REQUIRE(waitpid(pid, &st, 0) == pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fprintf(stderr, "FAIL: interval %s: status %#x\n", intervals[k], st);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	CHECK_EQ(system(cmd), 0);
+	return CHECK_DONE();
+}
