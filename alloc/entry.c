@@ -378,15 +378,23 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 
 /* The profiled fast paths' pop: a block of class cls for a request of n
  * bytes, with the countdown charged; NULL when anything is unusual (empty
- * list, a sample due, a thread not live, a new countdown to take: tc->epoch
- * is current only in a live thread) and the caller must go to alloc_prof(). */
-static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n)
+ * list, a sample due, a new countdown to take) and the caller must go to
+ * alloc_prof().
+ * live: also require a live thread whose countdown is this session's
+ * (tc->epoch is current only in a live thread): exact mode then writes the
+ * thread's registry record.  Estimate mode touches nothing but the list
+ * and the countdown, safe in any thread state (a new thread's countdown is
+ * 0 and goes slow), so it skips the check: a countdown left from an earlier
+ * session runs out first and the next one is this session's.  The
+ * intervals are exponential, hence memoryless, and R never changes within
+ * a process, so that leftover is as good a draw as a fresh one. */
+static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n, int live)
 {
 	ha_tlist *l = &tc->list[cls];
 	void *p = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
 	if (HA_UNLIKELY(!p || left <= 0 ||
-			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
+			(live && tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED))))
 		return NULL;
 	l->head = *(void **)p;
 	l->len--;
@@ -399,7 +407,7 @@ static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n)
 static HA_NOINLINE void *malloc_prof_small(size_t n)
 {
 	ha_tcache *tc = &ha_tc;
-	uint64_t *h = countdown_pop(tc, hdr_class(n), n);
+	uint64_t *h = countdown_pop(tc, hdr_class(n), n, 1);
 	if (HA_UNLIKELY(!h))
 		return alloc_prof(n, 0, 0);
 	BUMP(tc->node->prof_alloc_bytes, n);
@@ -412,9 +420,9 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
  * the plain fast path plus the countdown, nothing else.  A block that may
  * be sampled goes to alloc_prof() and gets a header; the rest are plain
  * blocks that free() handles as without profiling. */
-static HA_NOINLINE void *malloc_prof_fast(size_t n)
+static inline void *malloc_prof_fast(size_t n)
 {
-	void *p = countdown_pop(&ha_tc, ha_size_to_class(n), n);
+	void *p = countdown_pop(&ha_tc, ha_size_to_class(n), n, 0);
 	return HA_LIKELY(p != NULL) ? p : alloc_prof(n, 0, 0);
 }
 
@@ -691,7 +699,7 @@ HA_EXPORT void *malloc(size_t n)
 			return small_pop(ha_size_to_class(n), n);
 		if (HA_LIKELY(ha_prof_exact))
 			return malloc_prof_small(n);
-		return malloc_prof_fast(n);
+		return malloc_prof_fast(n);   /* inline: pop + countdown */
 	}
 	return malloc_slow(n);
 }
