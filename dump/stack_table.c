@@ -93,6 +93,12 @@ uint32_t ha_table_size_key(size_t req)
 	return (lg << 3) | (uint32_t)((req >> (lg - 3)) & 7);
 }
 
+/* Bytes carve() takes for a bucket of depth frames. */
+static inline size_t carved_size(uint32_t depth)
+{
+	return (sizeof(ha_bucket) + (size_t)depth * sizeof(uintptr_t) + 15) & ~(size_t)15;
+}
+
 static void *carve(size_t bytes)
 {
 	bytes = (bytes + 15) & ~(size_t)15;
@@ -151,7 +157,7 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 			break;
 	if (!b) {
 		if (nbuckets >= MAX_BUCKETS ||
-		    !(b = carve(sizeof *b + (size_t)depth * sizeof *pcs))) {
+		    !(b = carve(carved_size((uint32_t)depth)))) {
 			drops++;
 			return NULL;
 		}
@@ -184,9 +190,13 @@ ha_line *ha_table_snapshot(size_t *n)
 	ha_line *lines = ha_raw_malloc((nbuckets ? nbuckets : 1) * sizeof *lines);
 	if (!lines)
 		return NULL;
+	/* every bucket was carved in turn from the chunks, and nothing else
+	 * is: walking the chunks visits each once, without the 64 Ki heads */
 	size_t k = 0;
-	for (unsigned i = 0; i < NHEADS; i++)
-		for (ha_bucket *b = heads[i]; b && k < nbuckets; b = b->next) {
+	for (chunk *c = chunks; c; c = c->next)
+		for (size_t off = 0; off < c->used && k < nbuckets;) {
+			ha_bucket *b = (ha_bucket *)(void *)(c->mem + off);
+			off += carved_size(b->depth);
 			ha_line *l = &lines[k++];
 			l->b = b;
 			/* frees first: a line never shows more freed than allocated */
