@@ -216,6 +216,18 @@ static inline uint64_t hdr_check(const uint64_t *h)
 	return (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
 }
 
+/* May p - 16 be read as a header before anything else is known of p?  p
+ * must be 16-aligned (as every pointer we hand out is) and not in the first
+ * 16 bytes of its page, so the header lies in p's page: spans are whole
+ * pages, all mapped. */
+static inline int hdr_readable(const void *p)
+{
+	/* offset in page - 16: in [0, 4064] with its low 4 bits clear, or
+	 * (below 16) wrapped around to a huge value: one mask tests both */
+	uintptr_t x = ((uintptr_t)p & (HA_PAGE_SIZE - 1)) - HA_HDR;
+	return (x & ~(uintptr_t)(HA_PAGE_SIZE - HA_MIN_ALIGN)) == 0;
+}
+
 /* The session of a real header, or 0 if h holds none. */
 static inline uint32_t hdr_session(const uint64_t *h)
 {
@@ -473,13 +485,12 @@ static HA_NOINLINE void free_prof_other(ha_span *s, void *p)
  * its bytes, push the block.  The check word comes first: it names the
  * header's own address and this session under a random secret, so when it
  * matches, p is a profiled block's pointer and p - 16 its block, with no
- * division to find p's place in the span.  p - 16 is readable whenever p
- * is not in the first 16 bytes of a page (spans are whole pages).  Every
- * call is a tail call or noreturn. */
+ * division to find p's place in the span (hdr_readable says when p - 16
+ * may be read first).  Every call is a tail call or noreturn. */
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
 	uint64_t *h = (uint64_t *)p - 2;
-	if (HA_UNLIKELY(((uintptr_t)p & (HA_PAGE_SIZE - 1)) < HA_HDR || h[1] != hdr_check(h))) {
+	if (HA_UNLIKELY(!hdr_readable(p) || h[1] != hdr_check(h))) {
 		free_prof_other(s, p);
 		return;
 	}
@@ -596,7 +607,7 @@ static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n)
 {
 	uint64_t *h = (uint64_t *)p - 2;
 	ha_tcache *tc = &ha_tc;
-	if (((uintptr_t)p & (HA_PAGE_SIZE - 1)) < HA_HDR || h[1] != hdr_check(h) ||
+	if (!hdr_readable(p) || h[1] != hdr_check(h) ||
 	    (h[0] & HA_HDR_FLAGS) || hdr_class(n) != s->cls)
 		return 0;
 	int64_t left = tc->sample_left - (int64_t)n;
