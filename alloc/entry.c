@@ -621,6 +621,28 @@ static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n)
 	return 1;
 }
 
+/* Profiling off, or on with estimated totals: p a plain block start (no
+ * header) that stays in its class at n bytes (estimate mode: with no
+ * sample due, the countdown charged).  Returns 1 when p can be returned as
+ * it is; 0 sends ha_realloc down the general path. */
+static inline int realloc_plain_inplace(const ha_span *s, void *p, size_t n)
+{
+	uintptr_t off = (uintptr_t)p - s->base;
+	unsigned cls = s->cls;
+	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
+	if ((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj ||
+	    n > HA_SMALL_MAX || ha_size_to_class(n) != cls)
+		return 0;
+	if (!ha_prof_active)
+		return 1;
+	ha_tcache *tc = &ha_tc;
+	int64_t left = tc->sample_left - (int64_t)n;
+	if (left <= 0)
+		return 0;
+	tc->sample_left = left;
+	return 1;
+}
+
 /* realloc in place when the block already fits (same size class; a large
  * block shrinking by at most half; huge to huge by mremap), else move.
  * With profiling on, in place still counts as a free plus an allocation. */
@@ -636,7 +658,7 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	void *q = NULL;
 	if (s) {
-		if (ha_prof_exact && realloc_prof_inplace(s, p, n))
+		if (ha_prof_exact ? realloc_prof_inplace(s, p, n) : realloc_plain_inplace(s, p, n))
 			return p;
 		char *b;
 		uintptr_t rem = block_of(s, p, &b);
