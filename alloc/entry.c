@@ -391,22 +391,16 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 /* The profiled fast paths' pop: a block of class cls for a request of n
  * bytes, with the countdown charged; NULL when anything is unusual (empty
  * list, a sample due, a new countdown to take) and the caller must go to
- * alloc_prof().
- * live: also require a live thread whose countdown is this session's
- * (tc->epoch is current only in a live thread): exact mode then writes the
- * thread's registry record.  Estimate mode touches nothing but the list
- * and the countdown, safe in any thread state (a new thread's countdown is
- * 0 and goes slow), so it skips the check: a countdown left from an earlier
- * session runs out first and the next one is this session's.  The
- * intervals are exponential, hence memoryless, and R never changes within
- * a process, so that leftover is as good a draw as a fresh one. */
-static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n, int live)
+ * alloc_prof().  Only a live thread whose countdown is this session's
+ * takes it (tc->epoch is current only in a live thread): exact mode then
+ * writes the thread's registry record. */
+static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n)
 {
 	ha_tlist *l = &tc->list[cls];
 	void *p = l->head;
 	int64_t left = tc->sample_left - (int64_t)n;
 	if (HA_UNLIKELY(!p || left <= 0 ||
-			(live && tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED))))
+			tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
 		return NULL;
 	l->head = *(void **)p;
 	l->len--;
@@ -419,7 +413,7 @@ static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n, int liv
 static HA_NOINLINE void *malloc_prof_small(size_t n)
 {
 	ha_tcache *tc = &ha_tc;
-	uint64_t *h = countdown_pop(tc, hdr_class(n), n, 1);
+	uint64_t *h = countdown_pop(tc, hdr_class(n), n);
 	if (HA_UNLIKELY(!h))
 		return alloc_prof(n, 0, 0);
 	BUMP(tc->node->prof_alloc_bytes, n);
@@ -429,13 +423,21 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 }
 
 /* malloc in estimate mode (HEAP_PROFILE_EXACT_TOTALS off), n <= 32 KiB:
- * the plain fast path plus the countdown, nothing else.  A block that may
- * be sampled goes to alloc_prof() and gets a header; the rest are plain
- * blocks that free() handles as without profiling. */
+ * the countdown's subtract-and-branch, then the plain pop: a plain block
+ * that free() handles as without profiling.  A block that may be sampled
+ * (the countdown runs out) goes to alloc_prof() and gets a header.  The
+ * countdown needs no live thread (a new thread's is 0 and goes slow) nor
+ * the current session's epoch: a countdown left from an earlier session
+ * runs out first, and the intervals being exponential (memoryless) with R
+ * fixed per process, that leftover is as good a draw as a fresh one. */
 static inline void *malloc_prof_fast(size_t n)
 {
-	void *p = countdown_pop(&ha_tc, ha_size_to_class(n), n, 0);
-	return HA_LIKELY(p != NULL) ? p : alloc_prof(n, 0, 0);
+	ha_tcache *tc = &ha_tc;
+	if (HA_UNLIKELY((tc->sample_left -= (int64_t)n) <= 0)) {
+		tc->sample_left += (int64_t)n;
+		return alloc_prof(n, 0, 0);
+	}
+	return small_pop(ha_size_to_class(n), n);
 }
 
 /* End of a tracked small block's life (h: its header, checked): count it
@@ -728,11 +730,12 @@ void *ha_realloc(void *p, size_t n)
 HA_EXPORT void *malloc(size_t n)
 {
 	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
-		if (HA_LIKELY(!ha_prof_active))
+		int mode = ha_prof_active;
+		if (HA_LIKELY(!mode))
 			return small_pop(ha_size_to_class(n), n);
-		if (HA_LIKELY(ha_prof_exact))
+		if (HA_LIKELY(mode == HA_PROF_EXACT))
 			return malloc_prof_small(n);
-		return malloc_prof_fast(n);   /* inline: pop + countdown */
+		return malloc_prof_fast(n);   /* inline: countdown + pop */
 	}
 	return malloc_slow(n);
 }

@@ -198,7 +198,9 @@ extern HA_TLS ha_tcache ha_tc;
  * threads write (ha_slow_allocs sat next to ha_prof_active and cost the
  * 2-thread server bench a third of its throughput in cache-line traffic). */
 typedef struct ha_hot {
-	int prof_active;         /* profiling on: malloc takes the prof path */
+	int prof_active;         /* profiling on: malloc takes the prof path;
+				  * HA_PROF_EXACT or HA_PROF_EST, so malloc
+				  * tells the modes apart without a 2nd load */
 	int prof_exact;          /* exact totals (HEAP_PROFILE_EXACT_TOTALS): free
 				  * takes the prof path, blocks carry sizes */
 	uint32_t prof_key;       /* the profiling session, in block headers */
@@ -209,6 +211,8 @@ typedef struct ha_hot {
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_active (ha_hot.prof_active)
+#define HA_PROF_EST 1            /* ha_prof_active: estimated totals */
+#define HA_PROF_EXACT 2          /* ha_prof_active: exact totals (default) */
 #define ha_prof_exact (ha_hot.prof_exact)
 #define ha_prof_key (ha_hot.prof_key)
 #define ha_countdown_epoch (ha_hot.countdown_epoch)

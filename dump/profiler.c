@@ -550,7 +550,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_tcache_reset_countdowns(P.first_countdown);
 	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&ha_prof_exact, P.exact, __ATOMIC_RELEASE);
-	__atomic_store_n(&ha_prof_active, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ha_prof_active, P.exact ? HA_PROF_EXACT : HA_PROF_EST, __ATOMIC_RELEASE);
 	ha_log("Starting tracking the heap\n");
 	pthread_mutex_unlock(&ha_prof_dump_lock);
 	if (ha_stack_calibrate()) {   /* static links only; no lock held */
