@@ -80,8 +80,12 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 	} else {
 		base = zero ? mi_zalloc_aligned_at(need, align, HA_LARGE_HDR)
 			    : mi_malloc_aligned_at(need, align, HA_LARGE_HDR);
-		if (!base && align <= ((size_t)1 << 40)) {
-			/* mimalloc 2.0.9 refuses the largest alignments: over-allocate. */
+		if (!base && align <= ((size_t)1 << 31)) {
+			/* mimalloc 2.0.9 refuses the largest alignments: over-allocate.
+			 * Only while the offset to the aligned block surely fits the
+			 * header's 32 bits: beyond that (an alignment of 1 TiB, say)
+			 * success depended on where the mapping happened to land,
+			 * about one call in 256, so such requests now always fail. */
 			base = zero ? mi_zalloc(need + align) : mi_malloc(need + align);
 		}
 		user = base ? (((uintptr_t)base + HA_LARGE_HDR + align - 1) & ~(uintptr_t)(align - 1)) : 0;
