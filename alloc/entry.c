@@ -181,10 +181,13 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
  * the program gets block + 16 (block + align for an aligned request; the
  * header is always the 16 bytes before the program's pointer):
  *     word 0   requested size | HA_HDR_SAMPLED | HA_HDR_ALIGNED
- *     word 1   the header's address ^ ha_hdr_secret ^ session << 32
- *              (session: ha_prof_key, never 0), i.e. address ^ ha_hdr_mask
- *              for a block of the current session: one compare checks
- *              both that the header is real and that the block counts
+ *     word 1   ha_hdr_secret ^ session << 32 (session: ha_prof_key,
+ *              never 0), i.e. ha_hdr_mask for a block of the current
+ *              session: one compare checks both that the header is real
+ *              and that the block counts.  (It named the header's address
+ *              too, at 3 instructions a pair; nothing copies a header
+ *              elsewhere — realloc copies from the program's pointer, free
+ *              clears word 1 — so the address added no check.)
  * The header shares a cache line with the bytes the program touches first,
  * so free reads no line the program did not (a trailer at the block's end
  * cost the server bench a cache miss per operation on blocks > 64 B).
@@ -213,7 +216,8 @@ static inline uint64_t big_session(void)
 /* Check word for a header at h in the current session. */
 static inline uint64_t hdr_check(const uint64_t *h)
 {
-	return (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
+	(void)h;
+	return __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
 }
 
 /* May p - 16 be read as a header before anything else is known of p?  p
@@ -231,7 +235,7 @@ static inline int hdr_readable(const void *p)
 /* The session of a real header, or 0 if h holds none. */
 static inline uint32_t hdr_session(const uint64_t *h)
 {
-	uint64_t x = h[1] ^ (uint64_t)(uintptr_t)h ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
+	uint64_t x = h[1] ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
 	return (uint32_t)x == 0 ? (uint32_t)(x >> 32) : 0;
 }
 
