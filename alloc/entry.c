@@ -65,16 +65,22 @@ static HA_NOINLINE void free_small_odd(ha_span *s, void *p);
 
 /* free of p in span s with profiling off: p must be a block's start, else
  * it is a profiled block (or an invalid pointer) for free_small_odd(). */
-static inline void small_push(ha_span *s, void *p)
+/* Is p the start of one of span s's blocks (a plain block)? */
+static inline int plain_start(const ha_span *s, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - s->base;
 	unsigned cls = s->cls;
 	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	if (HA_UNLIKELY((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj)) {
+	return (uintptr_t)idx * ha_class_size[cls] == off && idx < s->nobj;
+}
+
+static inline void small_push(ha_span *s, void *p)
+{
+	if (HA_UNLIKELY(!plain_start(s, p))) {
 		free_small_odd(s, p);
 		return;
 	}
-	push_checked(cls, p);
+	push_checked(s->cls, p);
 }
 
 /* Smallest class >= n whose size is a multiple of align (align <= 4096,
@@ -213,10 +219,9 @@ static inline uint64_t big_session(void)
 	return (uint64_t)(__atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED) & 0x7fff) << HA_BIG_SESSION_SHIFT;
 }
 
-/* Check word for a header at h in the current session. */
-static inline uint64_t hdr_check(const uint64_t *h)
+/* Check word of a header of the current session. */
+static inline uint64_t hdr_check(void)
 {
-	(void)h;
 	return __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
 }
 
@@ -308,7 +313,7 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
 	uint64_t *lreq = NULL;
 	if (h) {
 		h[0] = n;
-		h[1] = hdr_check(h);
+		h[1] = hdr_check();
 	} else {
 		lreq = big_req(p);
 		*lreq = HA_BIG_TRACKED | big_session() | n;
@@ -422,7 +427,7 @@ static HA_NOINLINE void *malloc_prof_small(size_t n)
 		return alloc_prof(n, 0, 0);
 	BUMP(tc->node->prof_alloc_bytes, n);
 	h[0] = n;
-	h[1] = hdr_check(h);
+	h[1] = hdr_check();
 	return (char *)h + HA_HDR;
 }
 
@@ -478,27 +483,20 @@ static HA_NOINLINE void free_small_odd(ha_span *s, void *p)
  * p - 16: a plain block (allocated before profiling) or anything odd. */
 static HA_NOINLINE void free_prof_other(ha_span *s, void *p)
 {
-	uintptr_t off = (uintptr_t)p - s->base;
-	unsigned cls = s->cls;
-	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	if (HA_LIKELY((uintptr_t)idx * ha_class_size[cls] == off && idx < s->nobj)) {
-		push_checked(cls, p);   /* allocated before profiling */
-		return;
-	}
-	free_small_odd(s, p);
+	small_push(s, p);   /* out of line: keeps free_prof_small short */
 }
 
 /* free with profiling on.  The common case, a block of this session that
  * was not sampled, in a live thread: clear the header's check word, count
- * its bytes, push the block.  The check word comes first: it names the
- * header's own address and this session under a random secret, so when it
- * matches, p is a profiled block's pointer and p - 16 its block, with no
- * division to find p's place in the span (hdr_readable says when p - 16
- * may be read first).  Every call is a tail call or noreturn. */
+ * its bytes, push the block.  The check word comes first: it holds this
+ * session under a random secret, so when it matches, p is a profiled
+ * block's pointer and p - 16 its block, with no division to find p's place
+ * in the span (hdr_readable says when p - 16 may be read first).  Every
+ * call is a tail call or noreturn. */
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
 	uint64_t *h = (uint64_t *)p - 2;
-	if (HA_UNLIKELY(!hdr_readable(p) || h[1] != hdr_check(h))) {
+	if (HA_UNLIKELY(!hdr_readable(p) || h[1] != hdr_check())) {
 		free_prof_other(s, p);
 		return;
 	}
@@ -615,7 +613,7 @@ static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n)
 {
 	uint64_t *h = (uint64_t *)p - 2;
 	ha_tcache *tc = &ha_tc;
-	if (!hdr_readable(p) || h[1] != hdr_check(h) ||
+	if (!hdr_readable(p) || h[1] != hdr_check() ||
 	    (h[0] & HA_HDR_FLAGS) || hdr_class(n) != s->cls)
 		return 0;
 	int64_t left = tc->sample_left - (int64_t)n;
@@ -635,11 +633,7 @@ static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n)
  * it is; 0 sends ha_realloc down the general path. */
 static inline int realloc_plain_inplace(const ha_span *s, void *p, size_t n)
 {
-	uintptr_t off = (uintptr_t)p - s->base;
-	unsigned cls = s->cls;
-	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	if ((uintptr_t)idx * ha_class_size[cls] != off || idx >= s->nobj ||
-	    n > HA_SMALL_MAX || ha_size_to_class(n) != cls)
+	if (n > HA_SMALL_MAX || ha_size_to_class(n) != s->cls || !plain_start(s, p))
 		return 0;
 	if (!ha_prof_active)
 		return 1;

@@ -99,9 +99,9 @@ static inline size_t carved_size(uint32_t depth)
 	return (sizeof(ha_bucket) + (size_t)depth * sizeof(uintptr_t) + 15) & ~(size_t)15;
 }
 
+/* bytes: from carved_size(), a multiple of 16 */
 static void *carve(size_t bytes)
 {
-	bytes = (bytes + 15) & ~(size_t)15;
 	if (!chunks || chunks->used + bytes > CHUNK_BYTES - sizeof(chunk)) {
 		chunk *c = ha_raw_malloc(CHUNK_BYTES);
 		if (!c)
