@@ -70,20 +70,25 @@ static double ha_ln(double x)
 	return e * 0.69314718055994531 + series;
 }
 
-/* e^y for y <= 0 without libm: 2^k e^f, f in (-ln 2, 0], Taylor to f^12
- * (relative error < 1e-9); 0 below -700. */
-static double ha_exp_neg(double y)
+/* e^y for y <= 0 without libm: 2^k e^f with f in (-ln 2, 0], e^f by its
+ * Taylor series to f^12 in Horner form (relative error < 1e-9), 2^k put
+ * into the exponent bits; 0 below -700.  No division: this runs twice per
+ * sampled object in estimate mode (~40 instructions; a loop of 12 divides
+ * took ~150). */
+double ha_exp_neg(double y)
 {
 	if (y < -700)
 		return 0;
-	int k = (int)(y / 0.69314718055994531);
-	double f = y - k * 0.69314718055994531, t = 1, sum = 1;
-	for (int i = 1; i <= 12; i++) {
-		t *= f / i;
-		sum += t;
-	}
-	for (; k < 0; k++)
-		sum *= 0.5;
+	int k = (int)(y * 1.4426950408889634);   /* y / ln 2, toward 0 */
+	double f = y - k * 0.69314718055994531;
+	double sum = 1 + f * (1 + f * (1.0 / 2 + f * (1.0 / 6 + f * (1.0 / 24 +
+		     f * (1.0 / 120 + f * (1.0 / 720 + f * (1.0 / 5040 +
+		     f * (1.0 / 40320 + f * (1.0 / 362880 + f * (1.0 / 3628800 +
+		     f * (1.0 / 39916800 + f * (1.0 / 479001600))))))))))));
+	uint64_t bits;                           /* sum in (0.5, 1]: scale by 2^k, */
+	memcpy(&bits, &sum, sizeof bits);        /* k >= -1010, no denormals */
+	bits += (uint64_t)(int64_t)k << 52;
+	memcpy(&sum, &bits, sizeof sum);
 	return sum;
 }
 

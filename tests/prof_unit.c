@@ -39,6 +39,22 @@ static void sampler(void)
 	CHECK(fabs(p1m - (1 - exp(-2.0))) < 0.005);
 	CHECK_EQ(ha_sampler_next(1), 0);
 	CHECK_EQ(ha_sampler_next(0), 0);
+	/* the unsampling weight's e^y against libm, over every magnitude it
+	 * meets (y = -req/R): relative error < 1e-9, 0 past -700 */
+	for (double y = -0.0; y > -745; y = y * 1.37 - 1e-7) {
+		double want = exp(y), got = ha_exp_neg(y);
+		if (y < -700)
+			CHECK(got == 0);
+		else
+			CHECK(fabs(got - want) <= 1e-9 * want);
+	}
+	CHECK(ha_exp_neg(0) == 1);
+	/* pprof's scale 1/(1 - e^-x): a 4 KiB object at 512 KiB stands for
+	 * 128.5 objects; 4R-sized ones for themselves and ~1.9% more */
+	CHECK_EQ(ha_sampler_unsample(4096, r), (uint64_t)(4096 / (1 - exp(-4096.0 / r)) + 0.5));
+	CHECK_EQ(ha_sampler_unsample(4 * r, r), (uint64_t)(4.0 * r / (1 - exp(-4.0)) + 0.5));
+	CHECK_EQ(ha_sampler_unsample(1, r), (uint64_t)(1 / (1 - exp(-1.0 / r)) + 0.5));
+	CHECK_EQ(ha_sampler_unsample(777, 1), 777);
 }
 
 static void options(void)
