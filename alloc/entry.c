@@ -212,11 +212,14 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
 /* A small block allocated while profiling starts with a 16-byte header and
  * the program gets block + 16 (block + align for an aligned request; the
  * header is always the 16 bytes before the program's pointer):
- *     word 0   requested size | HA_HDR_SAMPLED | HA_HDR_ALIGNED
- *     word 1   ha_hdr_secret ^ session << 32 (session: ha_prof_key,
- *              never 0), i.e. ha_hdr_mask for a block of the current
- *              session: one compare checks both that the header is real
- *              and that the block counts.  (It named the header's address
+ *     word 0   requested size
+ *     word 1   ha_hdr_secret ^ session << 32 ^ flags (session:
+ *              ha_prof_key, never 0; flags HA_HDR_SAMPLED, HA_HDR_ALIGNED
+ *              in the low bits), i.e. ha_hdr_mask for an ordinary block of
+ *              the current session: one compare checks that the header is
+ *              real, that the block counts and that free has nothing
+ *              else to do (a sampled or aligned block goes the slow way).
+ *              (It named the header's address
  *              too, at 3 instructions a pair; nothing copies a header
  *              elsewhere — realloc copies from the program's pointer, free
  *              clears word 1 — so the address added no check.)
@@ -229,10 +232,10 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
  * Word 1 is cleared on free, so a second free of the same pointer aborts.
  * Only blocks of the current session count in the totals. */
 #define HA_HDR 16
-#define HA_HDR_SAMPLED ((uint64_t)1 << 63)
+#define HA_HDR_SAMPLED ((uint64_t)1)
 /* the header is not the block's start (an aligned request: the program's
  * pointer is block + align), so free must find the block the long way */
-#define HA_HDR_ALIGNED ((uint64_t)1 << 62)
+#define HA_HDR_ALIGNED ((uint64_t)2)
 #define HA_HDR_FLAGS (HA_HDR_SAMPLED | HA_HDR_ALIGNED)
 /* Big blocks (large and huge) keep the size in their header word:
  *     HA_BIG_TRACKED | (session & 0x7fff) << 47 | requested size
@@ -251,23 +254,35 @@ static inline uint64_t hdr_check(void)
 	return __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
 }
 
-/* May p - 16 be read as a header before anything else is known of p?  p
- * must be 16-aligned (as every pointer we hand out is) and not in the first
- * 16 bytes of its page, so the header lies in p's page: spans are whole
- * pages, all mapped. */
+/* May p - 16 be read as a header before anything else is known of p?  Yes
+ * when p is not in the first 16 bytes of its page: the header then lies in
+ * p's page, and spans are whole pages, all mapped.  (A pointer we handed
+ * out is 16-aligned; any other is read through hdr_word, which never makes
+ * a misaligned access, and fails the check word.)  One test: 2 instructions. */
 static inline int hdr_readable(const void *p)
 {
-	/* offset in page - 16: in [0, 4064] with its low 4 bits clear, or
-	 * (below 16) wrapped around to a huge value: one mask tests both */
-	uintptr_t x = ((uintptr_t)p & (HA_PAGE_SIZE - 1)) - HA_HDR;
-	return (x & ~(uintptr_t)(HA_PAGE_SIZE - HA_MIN_ALIGN)) == 0;
+	return ((uintptr_t)p & (HA_PAGE_SIZE - HA_HDR)) != 0;
+}
+
+/* Word i of the header before p, p of any alignment (hdr_readable). */
+static inline uint64_t hdr_word(const void *p, int i)
+{
+	uint64_t w;
+	memcpy(&w, (const char *)p - HA_HDR + 8 * i, sizeof w);
+	return w;
 }
 
 /* The session of a real header, or 0 if h holds none. */
 static inline uint32_t hdr_session(const uint64_t *h)
 {
 	uint64_t x = h[1] ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
-	return (uint32_t)x == 0 ? (uint32_t)(x >> 32) : 0;
+	return ((uint32_t)x & ~(uint32_t)HA_HDR_FLAGS) == 0 ? (uint32_t)(x >> 32) : 0;
+}
+
+/* The flags of a real header (HA_HDR_SAMPLED, HA_HDR_ALIGNED). */
+static inline uint64_t hdr_flags(const uint64_t *h)
+{
+	return (h[1] ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED)) & HA_HDR_FLAGS;
 }
 
 /* Class for a request of n bytes plus the header, or 0 (goes large).  A
@@ -356,7 +371,7 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
 		left = ha_prof_on_alloc(p, n, &sampled);
 		if (sampled) {
 			if (h)
-				h[0] |= HA_HDR_SAMPLED;
+				h[1] ^= HA_HDR_SAMPLED;
 			else
 				*lreq |= HA_LARGE_SAMPLED;
 		}
@@ -419,7 +434,7 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 		memset(p, 0, n);
 	prof_note_alloc(p, n, (uint64_t *)p - 2);
 	if (pad != HA_HDR)
-		((uint64_t *)p)[-2] |= HA_HDR_ALIGNED;
+		((uint64_t *)p)[-1] ^= HA_HDR_ALIGNED;
 	return p;
 }
 
@@ -482,15 +497,15 @@ static inline void *malloc_prof_fast(size_t n)
  * if it belongs to this session, tell the profiler if it was sampled. */
 static void prof_forget_small(void *p, uint64_t *h)
 {
-	uint64_t w = h[0];
+	size_t req = (size_t)h[0];
+	uint64_t flags = hdr_flags(h);
 	uint32_t session = hdr_session(h);
 	h[1] = 0;
 	if (!ha_prof_active || session != ha_prof_key)
 		return;
-	size_t req = (size_t)(w & ~HA_HDR_FLAGS);
 	if (ha_prof_exact)
 		prof_count(&ha_tc, 1, req);
-	if (HA_UNLIKELY(w & HA_HDR_SAMPLED))
+	if (HA_UNLIKELY(flags & HA_HDR_SAMPLED))
 		ha_prof_on_free(p, req);
 }
 
@@ -514,27 +529,26 @@ static HA_NOINLINE void free_prof_other(ha_span *s, void *p)
 }
 
 /* free with profiling on.  The common case, a block of this session that
- * was not sampled, in a live thread: clear the header's check word, count
- * its bytes, push the block.  The check word comes first: it holds this
- * session under a random secret, so when it matches, p is a profiled
- * block's pointer and p - 16 its block, with no division to find p's place
- * in the span (hdr_readable says when p - 16 may be read first).  Every
- * call is a tail call or noreturn. */
+ * was neither sampled nor aligned, in a live thread: clear the header's
+ * check word, count its bytes, push the block.  The check word comes
+ * first: it holds this session (and no flag) under a random secret, so
+ * when it matches, p is such a block's pointer and p - 16 its block, with
+ * no division to find p's place in the span (hdr_readable says when p - 16
+ * may be read first).  Every call is a tail call or noreturn. */
 static HA_NOINLINE void free_prof_small(ha_span *s, void *p)
 {
 	uint64_t *h = (uint64_t *)p - 2;
-	if (HA_UNLIKELY(!hdr_readable(p) || h[1] != hdr_check())) {
+	if (HA_UNLIKELY(!hdr_readable(p) || hdr_word(p, 1) != hdr_check())) {
 		free_prof_other(s, p);
 		return;
 	}
-	uint64_t w = h[0];
 	ha_tnode *nd = ha_tc.node;      /* non-NULL exactly while state == 1 */
-	if (HA_UNLIKELY((w & HA_HDR_FLAGS) || !nd)) {
+	if (HA_UNLIKELY(!nd)) {
 		free_small_odd(s, p);
 		return;
 	}
 	h[1] = 0;
-	BUMP(nd->prof_free_bytes, w);
+	BUMP(nd->prof_free_bytes, h[0]);
 	push_checked(s->cls, h);
 }
 
@@ -653,8 +667,7 @@ static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n)
 {
 	uint64_t *h = (uint64_t *)p - 2;
 	ha_tcache *tc = &ha_tc;
-	if (!hdr_readable(p) || h[1] != hdr_check() ||
-	    (h[0] & HA_HDR_FLAGS) || hdr_class(n) != s->cls)
+	if (!hdr_readable(p) || hdr_word(p, 1) != hdr_check() || hdr_class(n) != s->cls)
 		return 0;
 	int64_t left = tc->sample_left - (int64_t)n;
 	if (left <= 0 || tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED))

@@ -92,6 +92,50 @@ static void check_walk(const char *interval, const char *what, const size_t *ste
 	CHECK_EQ(a.prof_free_bytes - b.prof_free_bytes, (uint64_t)(N / 2) * steps[ns - 1]);
 }
 
+/* Aligned blocks (their header is not at the block's start: flagged in
+ * the header's check word, with "sampled"): allocated, reallocated (they
+ * move), freed; the totals must move by exactly the requested bytes. */
+static void check_aligned(const char *interval)
+{
+	static const size_t aligns[] = { 32, 64, 256, 4096 };
+	static const size_t sizes[] = { 1, 24, 100, 1000, 5000 };
+	heapalloc_stats a, b;
+	heapalloc_get_stats(&a);
+	uint64_t want_alloc = 0, want_free = 0;
+	for (int i = 0; i < N; i++) {
+		size_t al = aligns[i % 4], n = sizes[(i / 4) % 5];
+		void *v = NULL;
+		if (i % 3 == 0)
+			v = aligned_alloc(al, (n + al - 1) / al * al), n = (n + al - 1) / al * al;
+		else
+			REQUIRE(posix_memalign(&v, al, n) == 0);
+		REQUIRE(v);
+		CHECK_EQ((uintptr_t)v % al, 0);
+		keep[i] = v;
+		fill(keep[i], n, i);
+		want_alloc += n;
+		if (i % 2) {                  /* every other one: realloc, moved */
+			unsigned char *q = realloc(keep[i], n + 40);
+			REQUIRE(q);
+			if (!intact(q, n, i))
+				CHECK(!"realloc kept an aligned block's bytes");
+			want_alloc += n + 40;
+			want_free += n;
+			n += 40;
+			keep[i] = q;
+			fill(q, n, i);
+		}
+		free(keep[i]);
+		want_free += n;
+	}
+	heapalloc_get_stats(&b);
+	fprintf(stderr, "interval %s, aligned: allocated +%llu, freed +%llu\n", interval,
+		(unsigned long long)(b.prof_alloc_bytes - a.prof_alloc_bytes),
+		(unsigned long long)(b.prof_free_bytes - a.prof_free_bytes));
+	CHECK_EQ(b.prof_alloc_bytes - a.prof_alloc_bytes, want_alloc);
+	CHECK_EQ(b.prof_free_bytes - a.prof_free_bytes, want_free);
+}
+
 static void session(const char *dir, const char *interval)
 {
 	char prefix[300];
@@ -109,6 +153,7 @@ static void session(const char *dir, const char *interval)
 	 * header may not be read before the block is found */
 	static const size_t small[] = { 32, 20, 24, 17, 31 };
 	check_walk(interval, "48-byte class", small, (int)(sizeof small / sizeof small[0]), N);
+	check_aligned(interval);
 	heapalloc_profile_stop();
 }
 
