@@ -134,6 +134,7 @@ int64_t ha_sampler_next(int64_t r);
  * req / (1 - exp(-req / r)), pprof's unsampling (req itself when r <= 1). */
 uint64_t ha_sampler_unsample(uint64_t req, int64_t r);
 double ha_exp_neg(double y);            /* e^y for y <= 0, no libm */
+double ha_ln(double x);                 /* ln(x) for x > 0 normal, no libm */
 void ha_sampler_seed(uint64_t seed);
 
 /* ---- stack.c --------------------------------------------------------------- */

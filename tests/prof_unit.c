@@ -49,6 +49,17 @@ static void sampler(void)
 			CHECK(fabs(got - want) <= 1e-9 * want);
 	}
 	CHECK(ha_exp_neg(0) == 1);
+	/* the draw's ln against libm: every bin of the table, both ends of
+	 * the uniform's range (2^-53 .. 1) and values around 1 */
+	for (double x = 0x1p-53; x <= 4; x *= 1.0009765625 + 1e-9) {
+		double want = log(x), got = ha_ln(x);
+		if (!(fabs(got - want) <= 1e-12 + 1e-15 * fabs(want))) {
+			CHECK(!"ha_ln matches log");
+			fprintf(stderr, "ha_ln(%.17g) = %.17g, log %.17g\n", x, got, want);
+			break;
+		}
+	}
+	CHECK(fabs(ha_ln(1.0)) < 1e-12);
 	/* pprof's scale 1/(1 - e^-x): a 4 KiB object at 512 KiB stands for
 	 * 128.5 objects; 4R-sized ones for themselves and ~1.9% more */
 	CHECK_EQ(ha_sampler_unsample(4096, r), (uint64_t)(4096 / (1 - exp(-4096.0 / r)) + 0.5));
