@@ -13,11 +13,13 @@
  * being zero in a new thread (an empty list goes slow and attaches the
  * thread), and spans being page-aligned so p's page names its span.
  *
- * With profiling on, malloc(n <= 32 KiB) takes malloc_prof_small (about 28
- * instructions: the same pop, the countdown's subtract-and-branch, one
- * counter, the block's 16-byte header) and free takes free_prof_small
- * (the header read and checked, one counter, the push).  What that costs
- * and why the sizes must be kept at all (exact dump totals): README.
+ * With profiling on and exact totals, malloc(n <= 32 KiB) takes
+ * malloc_prof_small (26 instructions: the same pop, the countdown's
+ * subtract-and-branch, one counter, the block's 16-byte header) and free
+ * takes free_prof_small (one compare of the header's check word, one
+ * counter, the push: as long as free without profiling).  With estimated
+ * totals malloc adds only the countdown and free is unchanged.  What that
+ * costs and why the sizes must be kept at all (exact dump totals): README.
  *
  * Everything else — large blocks, alignment, samples, errors — tail-calls
  * a noinline slow path.
