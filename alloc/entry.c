@@ -659,24 +659,30 @@ size_t ha_usable_size(const void *p)
 	return ha_arena_large_usable(p);
 }
 
-/* Exact totals, p a profiled small block of this session that is not
- * sampled and stays in its block at n bytes, no sample due, a live thread:
- * count the free and the allocation, rewrite the size, return 1.  Anything
- * else returns 0 and ha_realloc takes the general path.  (The general path
- * costs ~100 instructions here; strings grown a few bytes at a time make
- * this the common case of a realloc-heavy program.) */
-static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n)
+/* p a profiled small block of this session that is not sampled and stays
+ * in its block at n bytes, no sample due: rewrite the size, return 1 (exact
+ * totals, in a live thread: the free and the allocation counted too).
+ * Anything else returns 0 and ha_realloc takes the general path.  (The
+ * general path costs ~100 instructions here; strings grown a few bytes at
+ * a time make this the common case of a realloc-heavy program.  With
+ * estimated totals the blocks that have a header are those that once fell
+ * due for a sample, and a string that did keeps growing in place.) */
+static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n, int exact)
 {
 	uint64_t *h = (uint64_t *)p - 2;
 	ha_tcache *tc = &ha_tc;
 	if (!hdr_readable(p) || hdr_word(p, 1) != hdr_check() || hdr_class(n) != s->cls)
 		return 0;
 	int64_t left = tc->sample_left - (int64_t)n;
-	if (left <= 0 || tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED))
+	if (left <= 0)
 		return 0;
-	ha_tnode *nd = tc->node;    /* non-NULL: the epoch is current */
-	BUMP(nd->prof_free_bytes, h[0]);
-	BUMP(nd->prof_alloc_bytes, n);
+	if (exact) {
+		if (tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED))
+			return 0;
+		ha_tnode *nd = tc->node;    /* non-NULL: the epoch is current */
+		BUMP(nd->prof_free_bytes, h[0]);
+		BUMP(nd->prof_alloc_bytes, n);
+	}
 	h[0] = n;
 	tc->sample_left = left;
 	return 1;
@@ -715,7 +721,9 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	void *q = NULL;
 	if (s) {
-		if (ha_prof_exact ? realloc_prof_inplace(s, p, n) : realloc_plain_inplace(s, p, n))
+		if (ha_prof_exact ? realloc_prof_inplace(s, p, n, 1) :
+		    realloc_plain_inplace(s, p, n) ||
+		    (ha_prof_active && realloc_prof_inplace(s, p, n, 0)))
 			return p;
 		char *b;
 		uintptr_t rem = block_of(s, p, &b);
