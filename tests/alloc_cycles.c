@@ -4,7 +4,11 @@
  * malloc_trim (so that lazily purged memory does not count; giving memory
  * back unasked is alloc_release's business).  The lowest resident size of the
  * last three cycles must not exceed the highest of the first three by more
- * than 8 MiB: a leak raises the floor.  Under heapalloc its own metadata
+ * than 24 MiB: a leak raises the floor.  (Not less: after mi_collect,
+ * mimalloc 2.0.9's arena sometimes keeps ~16 MiB committed, for several
+ * cycles in a row — 14 MiB resident after a cycle, 29 MiB after the next,
+ * with heapalloc's own spans and blocks the same — which failed an 8 MiB
+ * margin in 2 of 40 runs.  The counts below are exact.)  Under heapalloc its own metadata
  * and span counts must stay put as well:
  * span records, page-map leaves and cached big blocks are reused, not
  * leaked. */
@@ -66,7 +70,7 @@ int main(void)
 		first_max = rss[c] > first_max ? rss[c] : first_max;
 	for (int c = CYCLES - 3; c < CYCLES; c++)
 		last_min = rss[c] < last_min ? rss[c] : last_min;
-	CHECK_LE(last_min, first_max + 8 * 1024);
+	CHECK_LE(last_min, first_max + 24 * 1024);
 	if (stats) {
 		fprintf(stderr, "heapalloc metadata bytes: %llu after cycle 2, %llu after cycle %d; "
 			"spans %llu -> %llu\n", (unsigned long long)hs[1].metadata_bytes,
