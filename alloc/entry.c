@@ -379,6 +379,10 @@ static inline __attribute__((always_inline)) void prof_note_alloc(void *p, size_
 		}
 		tc->armed = left;
 	}
+	/* a positive countdown opens the fast paths, which need a live thread
+	 * (its registry record): a thread that is not live calls back each time */
+	if (HA_UNLIKELY(tc->state != 1) && left > 0)
+		left = 0;
 	tc->sample_left = left;
 }
 
@@ -442,15 +446,21 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 
 /* The profiled fast paths' pop: a block of class cls for a request of n
  * bytes, with the countdown charged; NULL when anything is unusual (empty
- * list, a sample due, a new countdown to take) and the caller must go to
- * alloc_prof().  Only a live thread whose countdown is this session's
- * takes it (tc->epoch is current only in a live thread): exact mode then
- * writes the thread's registry record. */
+ * list, a sample due) and the caller must go to alloc_prof().  Only a live
+ * thread takes it, so exact mode may write the thread's registry record:
+ * a countdown is positive only in a live thread (a new thread's is 0,
+ * prof_note_alloc never leaves another thread a positive one, thread exit
+ * zeroes it).  There is no check that the countdown is this session's:
+ * after a stop and a new start, a thread other than the starter first runs
+ * out what is left of its last countdown (at most one sampling distance or
+ * threshold budget of the earlier session; its bytes are counted exactly,
+ * only not sampled), then takes this session's (prof_sync).  3
+ * instructions off every profiled malloc. */
 static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n)
 {
 	ha_tlist *l = &tc->list[cls];
 	void *p = l->head;
-	if (HA_UNLIKELY(!p || tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED)))
+	if (HA_UNLIKELY(!p))
 		return NULL;
 	if (HA_UNLIKELY(!countdown_take(&tc->sample_left, (int64_t)n))) {
 		tc->sample_left += (int64_t)n;
@@ -677,9 +687,7 @@ static inline int realloc_prof_inplace(const ha_span *s, void *p, size_t n, int 
 	if (left <= 0)
 		return 0;
 	if (exact) {
-		if (tc->epoch != __atomic_load_n(&ha_countdown_epoch, __ATOMIC_RELAXED))
-			return 0;
-		ha_tnode *nd = tc->node;    /* non-NULL: the epoch is current */
+		ha_tnode *nd = tc->node;    /* non-NULL: the countdown is positive */
 		BUMP(nd->prof_free_bytes, h[0]);
 		BUMP(nd->prof_alloc_bytes, n);
 	}

@@ -258,7 +258,8 @@ void ha_tcache_thread_exit(void *arg)
 	if (tc->state != 1)
 		return;
 	tc->state = 2;
-	tc->epoch = 0;          /* off the profiled fast path: node goes */
+	tc->epoch = 0;
+	tc->sample_left = 0;    /* off the profiled fast path: node goes */
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		tc->list[c].max = 0;
 	flush_all(tc);
@@ -322,9 +323,12 @@ void ha_tcache_reset_countdowns(int64_t v)
 	__atomic_store_n(&ha_prof_key, k, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_hdr_mask, ha_hdr_secret ^ (uint64_t)k << 32, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_countdown_value, v, __ATOMIC_RELAXED);
-	/* 0 is the epoch of a thread that may not take the fast path */
+	/* 0 is the epoch of a thread that has taken none */
 	if (__atomic_add_fetch(&ha_countdown_epoch, 1, __ATOMIC_RELEASE) == 0)
 		__atomic_fetch_add(&ha_countdown_epoch, 1, __ATOMIC_RELEASE);
+	/* the starting thread takes the new countdown at its next malloc (the
+	 * others when theirs runs out: alloc/entry.c, countdown_pop) */
+	ha_tc.sample_left = 0;
 }
 
 void ha_tcache_prefork(void)

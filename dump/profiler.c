@@ -240,7 +240,8 @@ int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 		return 0;
 	}
 	if (!P.running)
-		return (int64_t)1 << 40;  /* stopped: the next start resets it */
+		return 0;   /* stopped (a malloc racing the stop): call back next time,
+			     * never leave a countdown a new session would inherit */
 	if (ha_prof_busy)               /* our own allocation: never sampled, */
 		return 0;               /* and the next one calls us again */
 	ha_prof_busy = 1;
