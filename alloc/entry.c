@@ -14,7 +14,7 @@
  * thread), and spans being page-aligned so p's page names its span.
  *
  * With profiling on and exact totals, malloc(n <= 32 KiB) takes
- * malloc_prof_small (26 instructions: the same pop, the countdown's
+ * malloc_prof_small (24 instructions: the same pop, the countdown's
  * subtract-and-branch, one counter, the block's 16-byte header) and free
  * takes free_prof_small (one compare of the header's check word, one
  * counter, the push: as long as free without profiling).  With estimated
