@@ -10,7 +10,6 @@
  * R = 4096 and 65536), where a block gets a header when it falls due for a
  * sample and keeps it while it grows in place: the blocks' bytes only.
  */
-#include <sys/wait.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 
 #include "heapalloc.h"
 #include "tests/check.h"
+#include "tests/prof_util.h"
 
 #define N 2000
 static unsigned char *volatile keep[N];
@@ -188,27 +188,11 @@ int main(int argc, char **argv)
 	static const char *const intervals[] = { "1", "4096", "524288", "4096", "65536" };
 	static const char *const exact[] = { "1", "1", "1", "0", "0" };
 	for (int k = 0; k < 5; k++) {
-		fflush(NULL);
-		pid_t pid = fork();
-		REQUIRE(pid >= 0);
-		if (pid == 0) {
-			setenv("HEAP_PROFILE_SAMPLE_INTERVAL", intervals[k], 1);
-			setenv("HEAP_PROFILE_EXACT_TOTALS", exact[k], 1);
-			setenv("HEAP_PROFILE_ALLOCATION_INTERVAL", "0", 1);
-			setenv("HEAP_PROFILE_INUSE_INTERVAL", "0", 1);
-			char *args[] = { argv[0], dir, (char *)intervals[k], NULL };
-			execv("/proc/self/exe", args);
-			_exit(98);
-		}
-		int st = 0;
-		REQUIRE(waitpid(pid, &st, 0) == pid);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fprintf(stderr, "FAIL: interval %s, exact totals %s: status %#x\n",
-				intervals[k], exact[k], st);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		const char *env[] = { "HEAP_PROFILE_EXACT_TOTALS", exact[k],
+				      "HEAP_PROFILE_ALLOCATION_INTERVAL", "0",
+				      "HEAP_PROFILE_INUSE_INTERVAL", "0", NULL };
+		CHECK(rerun_self(argv[0], dir, intervals[k], env));
 	}
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	CHECK_EQ(system(cmd), 0);
+	CHECK(remove_dir(dir));
 	return CHECK_DONE();
 }

@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "heapalloc.h"
 #include "tests/check.h"
+#include "tests/prof_util.h"
 
 #define WORKERS 4
 #define SESSIONS 12
@@ -138,26 +138,11 @@ int main(int argc, char **argv)
 	REQUIRE(mkdtemp(dir));
 	static const char *const intervals[] = { "4096", "524288" };
 	for (int k = 0; k < 2; k++) {
-		fflush(NULL);
-		pid_t pid = fork();
-		REQUIRE(pid >= 0);
-		if (pid == 0) {
-			setenv("HEAP_PROFILE_SAMPLE_INTERVAL", intervals[k], 1);
-			setenv("HEAP_PROFILE_EXACT_TOTALS", "1", 1);
-			setenv("HEAP_PROFILE_ALLOCATION_INTERVAL", "1M", 1);
-			setenv("HEAP_PROFILE_INUSE_INTERVAL", "1M", 1);
-			char *args[] = { argv[0], dir, (char *)intervals[k], NULL };
-			execv("/proc/self/exe", args);
-			_exit(98);
-		}
-		int st = 0;
-		REQUIRE(waitpid(pid, &st, 0) == pid);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			fprintf(stderr, "FAIL: interval %s: status %#x\n", intervals[k], st);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		const char *env[] = { "HEAP_PROFILE_EXACT_TOTALS", "1",
+				      "HEAP_PROFILE_ALLOCATION_INTERVAL", "1M",
+				      "HEAP_PROFILE_INUSE_INTERVAL", "1M", NULL };
+		CHECK(rerun_self(argv[0], dir, intervals[k], env));
 	}
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	CHECK_EQ(system(cmd), 0);
+	CHECK(remove_dir(dir));
 	return CHECK_DONE();
 }
