@@ -65,8 +65,6 @@ static inline void push_checked(unsigned cls, void *p)
 
 static HA_NOINLINE void free_small_odd(ha_span *s, void *p);
 
-/* free of p in span s with profiling off: p must be a block's start, else
- * it is a profiled block (or an invalid pointer) for free_small_odd(). */
 /* Is p the start of one of span s's blocks (a plain block)? */
 static inline int plain_start(const ha_span *s, const void *p)
 {
@@ -76,6 +74,8 @@ static inline int plain_start(const ha_span *s, const void *p)
 	return (uintptr_t)idx * ha_class_size[cls] == off && idx < s->nobj;
 }
 
+/* free of p in span s with profiling off: p must be a block's start, else
+ * it is a profiled block (or an invalid pointer) for free_small_odd(). */
 static inline void small_push(ha_span *s, void *p)
 {
 	if (HA_UNLIKELY(!plain_start(s, p))) {
@@ -221,10 +221,10 @@ static inline void prof_count(ha_tcache *tc, int is_free, uint64_t bytes)
  *              the current session: one compare checks that the header is
  *              real, that the block counts and that free has nothing
  *              else to do (a sampled or aligned block goes the slow way).
- *              (It named the header's address
- *              too, at 3 instructions a pair; nothing copies a header
- *              elsewhere — realloc copies from the program's pointer, free
- *              clears word 1 — so the address added no check.)
+ *              (It named the header's address too, at 3 instructions a
+ *              pair; nothing copies a header elsewhere — realloc copies
+ *              from the program's pointer, free clears word 1 — so the
+ *              address added no check.)
  * The header shares a cache line with the bytes the program touches first,
  * so free reads no line the program did not (a trailer at the block's end
  * cost the server bench a cache miss per operation on blocks > 64 B).
@@ -729,9 +729,10 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	void *q = NULL;
 	if (s) {
+		/* estimated totals: a plain block, or one that got a header */
 		if (ha_prof_exact ? realloc_prof_inplace(s, p, n, 1) :
-		    realloc_plain_inplace(s, p, n) ||
-		    (ha_prof_active && realloc_prof_inplace(s, p, n, 0)))
+		    (realloc_plain_inplace(s, p, n) ||
+		     (ha_prof_active && realloc_prof_inplace(s, p, n, 0))))
 			return p;
 		char *b;
 		uintptr_t rem = block_of(s, p, &b);

@@ -179,7 +179,9 @@ typedef struct ha_tnode {
 
 typedef struct ha_tcache {
 	ha_tlist list[HA_NCLASSES];
-	int64_t sample_left;     /* profiler countdown in requested bytes */
+	int64_t sample_left;     /* profiler countdown in requested bytes;
+				  * positive only while state == 1 (the
+				  * profiled fast paths rely on it) */
 	int64_t armed;           /* countdown taken at the last callback or
 				  * epoch (estimate mode: bytes allocated since
 				  * = armed - sample_left) */
@@ -233,8 +235,9 @@ void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
 /* out[0] allocated, out[1] freed bytes (requested sizes), all threads */
 void ha_tcache_prof_totals(uint64_t out[2]);
-/* Every thread's countdown becomes v at its next profiling allocation
- * (threads compare ha_tcache.epoch with ha_countdown_epoch). */
+/* A new session whose countdown is v: the calling thread takes it at its
+ * next profiling allocation, every other thread when its current countdown
+ * runs out (prof_sync compares ha_tcache.epoch with ha_countdown_epoch). */
 void ha_tcache_reset_countdowns(int64_t v);
 
 void ha_tcache_prefork(void);
