@@ -401,6 +401,8 @@ static void *small_alloc_once(unsigned cls, size_t n)
 	return small_pop(cls, n);
 }
 
+static void *alloc_prof_tracked(size_t n, size_t align, int zero);
+
 /* The general profiling path: any size, alignment, zeroing. */
 static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 {
@@ -414,6 +416,13 @@ static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
 			return p;
 		}
 	}
+	return alloc_prof_tracked(n, align, zero);
+}
+
+/* A block the profiler tracks: small ones with a header, big ones with
+ * their size in the big-block header; counted, sampled when due. */
+static void *alloc_prof_tracked(size_t n, size_t align, int zero)
+{
 	size_t pad = align <= HA_MIN_ALIGN ? HA_HDR : align;
 	unsigned cls = 0;
 	if (align <= HA_MIN_ALIGN)
@@ -525,6 +534,16 @@ static void prof_forget_small(void *p, uint64_t *h)
  * (profiling on or off), or an invalid pointer (aborts). */
 static HA_NOINLINE void free_small_odd(ha_span *s, void *p)
 {
+	/* estimated totals: a block with an ordinary header of this session
+	 * (realloc gave it one) has nothing to count: clear and push (the
+	 * check word is 0 until the first session: no header matches then) */
+	uint64_t m = hdr_check();
+	if (!ha_prof_exact && m && hdr_readable(p) && hdr_word(p, 1) == m) {
+		uint64_t *h = (uint64_t *)p - 2;
+		h[1] = 0;
+		push_checked(s->cls, h);
+		return;
+	}
 	char *b;
 	uintptr_t rem = block_of(s, p, &b);
 	uint64_t *h = hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
@@ -788,7 +807,18 @@ void *ha_realloc(void *p, size_t n)
 			return p;
 		}
 	}
-	q = ha_alloc(n);
+	/* Estimated totals: a block that realloc moves into a class with room
+	 * to spare gets a header, so that when it grows in place later and
+	 * falls due for a sample, it is marked where it is instead of being
+	 * copied to a block that can be (a string grown a few bytes at a time:
+	 * up to 32 KiB copied per sample).  A block that fills its class (a
+	 * vector doubling) cannot grow in place and stays plain: a header
+	 * would only slow its free. */
+	if (ha_prof_active && !ha_prof_exact && n < HA_SMALL_MAX &&
+	    ha_class_size[ha_size_to_class(n)] != n)
+		q = alloc_prof_tracked(n, 0, 0);
+	else
+		q = ha_alloc(n);
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < n ? old : n);

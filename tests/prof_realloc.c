@@ -8,8 +8,10 @@
  * sampled or not, and every block keeps its bytes through each realloc.
  * Two more processes run with estimated totals (HEAP_PROFILE_EXACT_TOTALS=0,
  * R = 4096 and 65536), where a block gets a header when it falls due for a
- * sample and keeps it while it grows in place: the blocks' bytes only.
+ * sample or realloc moves it, and keeps it while it grows in place: the
+ * blocks' bytes, and that a growing string stops moving once it has one.
  */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +149,47 @@ static void check_aligned(const char *interval)
 	}
 }
 
+/* A string grown a few bytes at a time (the naive append): a realloc to a
+ * size the block already holds (malloc_usable_size) stays in place even
+ * when it falls due for a sample — with exact totals always, with
+ * estimated totals from the block's first move on (the block realloc
+ * moves gets a header, which a sample can mark where the block is).  At
+ * most one move of a block that had the room: its first sample while it
+ * had no header.  Counted over 64 strings grown to 12 000 bytes. */
+static void check_append(const char *interval)
+{
+	long fitting_moves = 0, worst = 0, total = 0;
+	for (int k = 0; k < 64; k++) {
+		size_t len = 5;
+		unsigned char *p = malloc(len);
+		REQUIRE(p);
+		memset(p, 'a' + k % 26, len);
+		long moves = 0;
+		while (len < 12000) {
+			size_t n = len + 1 + (size_t)(len * 7 + k) % 13;   /* 1..13 more */
+			int fits = n <= malloc_usable_size(p);
+			unsigned char *q = realloc(p, n);
+			REQUIRE(q);
+			for (size_t j = 0; j < len; j++)
+				if (q[j] != (unsigned char)('a' + k % 26)) {
+					CHECK(!"an appended string kept its bytes");
+					j = len;
+				}
+			memset(q + len, 'a' + k % 26, n - len);
+			moves += fits && q != p;
+			total++;
+			p = q;
+			len = n;
+		}
+		free(p);
+		fitting_moves += moves;
+		worst = moves > worst ? moves : worst;
+	}
+	fprintf(stderr, "interval %s, append: %ld of %ld reallocs moved a block that had room "
+		"(worst block %ld)\n", interval, fitting_moves, total, worst);
+	CHECK_LE(worst, exact_totals ? 0 : 1);
+}
+
 static void session(const char *dir, const char *interval)
 {
 	char prefix[300];
@@ -168,6 +211,7 @@ static void session(const char *dir, const char *interval)
 	check_walk(interval, "48-byte class", small, (int)(sizeof small / sizeof small[0]),
 		   exact_totals ? N : 0);
 	check_aligned(interval);
+	check_append(interval);
 	heapalloc_profile_stop();
 }
 
