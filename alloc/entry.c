@@ -514,6 +514,19 @@ static inline void *malloc_prof_fast(size_t n)
 	return small_pop(ha_size_to_class(n), n);
 }
 
+/* Estimated totals, n < 32 KiB: a block with a header (uncounted), from
+ * the list with the countdown charged as malloc_prof_small does; anything
+ * unusual (empty list, a sample due) takes the general path. */
+static void *alloc_hdr_est(size_t n)
+{
+	uint64_t *h = countdown_pop(&ha_tc, hdr_class(n), n);
+	if (HA_UNLIKELY(!h))
+		return alloc_prof_tracked(n, 0, 0);
+	h[0] = n;
+	h[1] = hdr_check();
+	return (char *)h + HA_HDR;
+}
+
 /* End of a tracked small block's life (h: its header, checked): count it
  * if it belongs to this session, tell the profiler if it was sampled. */
 static void prof_forget_small(void *p, uint64_t *h)
@@ -816,7 +829,7 @@ void *ha_realloc(void *p, size_t n)
 	 * would only slow its free. */
 	if (ha_prof_active && !ha_prof_exact && n < HA_SMALL_MAX &&
 	    ha_class_size[ha_size_to_class(n)] != n)
-		q = alloc_prof_tracked(n, 0, 0);
+		q = alloc_hdr_est(n);
 	else
 		q = ha_alloc(n);
 	if (!q)
