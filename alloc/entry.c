@@ -2,7 +2,7 @@
  *
  * Fast paths first.  malloc(n), n <= 32 KiB, profiling off:
  *   one load of ha_prof_active, a table lookup for the class, and a pop
- *   from this thread's list (load head, load next, store head, dec len):
+ *   from this thread's list (load head, load next, store head, inc room):
  *   about 12 instructions, no lock, no atomic, no call.
  * free(p), p small, profiling off:
  *   page-map walk (2 dependent loads) to the span, a multiply to check that
@@ -46,11 +46,12 @@ static inline void *small_pop(unsigned cls, size_t n)
 	void *p = l->head;
 	if (HA_LIKELY(p)) {
 		l->head = *(void **)p;
-		l->len--;
+		l->room++;
 		return p;
 	}
 	return ha_tcache_refill(cls, n);
 }
+
 
 static inline void push_checked(unsigned cls, void *p)
 {
@@ -59,7 +60,7 @@ static inline void push_checked(unsigned cls, void *p)
 		ha_fatal("free(): double free detected", p);
 	*(void **)p = l->head;
 	l->head = p;
-	if (HA_UNLIKELY(++l->len > l->max))
+	if (HA_UNLIKELY(--l->room < 0))
 		ha_tcache_overflow(l, cls);
 }
 
@@ -476,7 +477,7 @@ static inline void *countdown_pop(ha_tcache *tc, unsigned cls, size_t n)
 		return NULL;
 	}
 	l->head = *(void **)p;
-	l->len--;
+	l->room++;
 	return p;
 }
 

@@ -154,11 +154,26 @@ void ha_central_postfork(int child);
 void ha_central_init(void);
 
 /* ---- thread_cache.c ------------------------------------------------------ */
+/* A thread's free list of one class.  It holds max - room objects: free
+ * takes one from room and goes slow when it turns negative (one
+ * read-modify-write and a branch, where ++len > max took five
+ * instructions), malloc gives one back. */
 typedef struct ha_tlist {
 	void *head;
-	uint32_t len;
+	int32_t room;     /* max - objects held; -1 for a moment at overflow */
 	uint32_t max;
 } ha_tlist;
+
+static inline uint32_t ha_tl_len(const ha_tlist *l)
+{
+	return (uint32_t)((int64_t)l->max - l->room);
+}
+
+static inline void ha_tl_set_max(ha_tlist *l, uint32_t max)
+{
+	l->room += (int32_t)(max - l->max);
+	l->max = max;
+}
 
 /* A thread's registry record, in meta memory so that it stays readable
  * whatever becomes of the thread: a thread whose first allocation comes in

@@ -94,7 +94,7 @@ ha_tcache *ha_tcache_attach(void)
 	pthread_mutex_unlock(&registry_lock);
 	tc->max_bytes = 0;
 	for (unsigned c = 1; c < HA_NCLASSES; c++) {
-		tc->list[c].max = 1;
+		ha_tl_set_max(&tc->list[c], 1);
 		tc->max_bytes += ha_class_size[c];
 	}
 	tc->node = nd;
@@ -107,7 +107,7 @@ static uint64_t cache_bytes(const ha_tcache *tc)
 {
 	uint64_t b = 0;
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		b += (uint64_t)tc->list[c].len * ha_class_size[c];
+		b += (uint64_t)ha_tl_len(&tc->list[c]) * ha_class_size[c];
 	return b;
 }
 
@@ -126,7 +126,7 @@ static void grow(ha_tcache *tc, ha_tlist *l, unsigned cls)
 {
 	uint32_t cap = list_cap(cls), old = l->max;
 	if (old < cap) {
-		l->max = old * 2 < cap ? old * 2 : cap;
+		ha_tl_set_max(l, old * 2 < cap ? old * 2 : cap);
 		tc->max_bytes += (uint64_t)(l->max - old) * ha_class_size[cls];
 	}
 }
@@ -144,7 +144,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	if (l->head) {                        /* attach raced nothing: retry */
 		void *p = l->head;
 		l->head = *(void **)p;
-		l->len--;
+		l->room++;
 		return p;
 	}
 	unsigned want = 1;
@@ -163,7 +163,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	}
 	void *p = head;
 	l->head = *(void **)p;
-	l->len += got - 1;
+	l->room -= (int32_t)(got - 1);
 	if (tc->state == 1) {
 		grow(tc, l, cls);
 		enforce_budget(tc);
@@ -181,7 +181,7 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 		tail = *(void **)tail;
 	l->head = *(void **)tail;
 	*(void **)tail = NULL;
-	l->len -= count;
+	l->room += (int32_t)count;
 	ha_central_release(cls, head, count, to_spans);
 }
 
@@ -198,12 +198,13 @@ static void enforce_budget(ha_tcache *tc)
 	while ((have = cache_bytes(tc)) > b) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
 			ha_tlist *l = &tc->list[c];
-			give_back(l, c, l->len > 1 ? l->len / 2 : l->len, 1);
+			uint32_t len = ha_tl_len(l);
+			give_back(l, c, len > 1 ? len / 2 : len, 1);
 			uint32_t cut = l->max > ha_class_batch[c] ? ha_class_batch[c] : 0;
-			l->max -= cut;
+			ha_tl_set_max(l, l->max - cut);
 			tc->max_bytes -= (uint64_t)cut * ha_class_size[c];
-			if (l->len > l->max)   /* keep len <= max: max_bytes bounds */
-				give_back(l, c, l->len - l->max, 1);
+			if (l->room < 0)   /* keep len <= max: max_bytes bounds */
+				give_back(l, c, (uint32_t)-l->room, 1);
 		}
 	}
 	if (tc->node)
@@ -217,26 +218,27 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 		/* first call of this thread is a free: set the lists up */
 		ha_tcache_attach();
 	}
-	if (l->len <= l->max)
+	if (l->room >= 0)
 		return;
 	if (tc->state != 1) {
-		give_back(l, cls, l->len, 1);
+		give_back(l, cls, ha_tl_len(l), 1);
 		return;
 	}
 	unsigned batch = ha_class_batch[cls];
 	if (l->max < list_cap(cls)) {
 		grow(tc, l, cls);      /* slow start: keep more before giving back */
-		if (l->len <= l->max)
+		if (l->room >= 0)
 			return;
 	}
-	give_back(l, cls, l->len < batch ? l->len : batch, 0);
+	uint32_t len = ha_tl_len(l);
+	give_back(l, cls, len < batch ? len : batch, 0);
 	enforce_budget(tc);
 }
 
 static void flush_all(ha_tcache *tc)
 {
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		give_back(&tc->list[c], c, tc->list[c].len, 1);
+		give_back(&tc->list[c], c, ha_tl_len(&tc->list[c]), 1);
 }
 
 void ha_tcache_flush_self(void)
@@ -261,7 +263,7 @@ void ha_tcache_thread_exit(void *arg)
 	tc->epoch = 0;
 	tc->sample_left = 0;    /* off the profiled fast path: node goes */
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		tc->list[c].max = 0;
+		ha_tl_set_max(&tc->list[c], 0);
 	flush_all(tc);
 	pthread_mutex_lock(&registry_lock);
 	retire_node(tc->node);
