@@ -173,6 +173,14 @@ static void span_unmap(ha_span *s, size_t bytes)
 	rec_put(s);
 }
 
+static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
+{
+	s->cls = cls;
+	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
+	s->size = ha_class_size[cls];
+	s->recip = ha_class_recip[cls];
+}
+
 static ha_span *span_reuse(unsigned cls)
 {
 	size_t bytes = ha_class_span_bytes[cls];
@@ -182,8 +190,7 @@ static ha_span *span_reuse(unsigned cls)
 	uintptr_t base = s->base;
 	memset(s, 0, sizeof *s);
 	s->base = base;
-	s->cls = cls;
-	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
+	span_set_class(s, cls, bytes);
 	if (ha_pagemap_set(s->base, bytes, s) != 0) {
 		span_unmap(s, bytes);
 		return NULL;
@@ -207,8 +214,7 @@ static ha_span *span_new(unsigned cls)
 		return NULL;
 	}
 	s->base = (uintptr_t)mem;
-	s->cls = cls;
-	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
+	span_set_class(s, cls, bytes);
 	if (ha_pagemap_set(s->base, bytes, s) != 0) {
 		ha_arena_span_free(mem);
 		rec_put(s);

@@ -52,7 +52,6 @@ static inline void *small_pop(unsigned cls, size_t n)
 	return ha_tcache_refill(cls, n);
 }
 
-
 static inline void push_checked(unsigned cls, void *p)
 {
 	ha_tlist *l = &ha_tc.list[cls];
@@ -70,9 +69,8 @@ static HA_NOINLINE void free_small_odd(ha_span *s, void *p);
 static inline int plain_start(const ha_span *s, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - s->base;
-	unsigned cls = s->cls;
-	uint32_t idx = (uint32_t)(((uint64_t)off * ha_class_recip[cls]) >> 32);
-	return (uintptr_t)idx * ha_class_size[cls] == off && idx < s->nobj;
+	uint32_t idx = (uint32_t)(((uint64_t)off * s->recip) >> 32);
+	return (uintptr_t)idx * s->size == off && idx < s->nobj;
 }
 
 /* free of p in span s with profiling off: p must be a block's start, else

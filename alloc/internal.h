@@ -80,6 +80,8 @@ typedef struct ha_span {
 	uintptr_t base;          /* first object */
 	uint32_t cls;
 	uint32_t nobj;           /* objects the span holds */
+	uint32_t size;           /* ha_class_size[cls], ha_class_recip[cls]: */
+	uint32_t recip;          /* free finds p's object without the tables */
 	uint32_t nfree;          /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
