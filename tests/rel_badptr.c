@@ -4,9 +4,11 @@
  * (> 32 KiB) freed twice, a stack address.  Each case runs in its own fork
  * child and must die by SIGABRT with a "heapalloc: ..." line on stderr
  * naming the problem — never silent corruption, never a SIGSEGV.  Every
- * case runs twice: profiling off, and profiling on (heapalloc_profile_start
- * with HEAP_PROFILE_SAMPLE_INTERVAL=1, so every block is sampled and the
- * free takes the profiler's path first).
+ * case runs twice: profiling off, and profiling on (heapalloc_profile_start)
+ * — in one process with HEAP_PROFILE_SAMPLE_INTERVAL=1, so every block is
+ * sampled and the free takes the profiler's path first, and in another
+ * with an interval of 1 GiB, so no block is sampled and each carries an
+ * ordinary header, which exact totals' free trusts without the page map.
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -130,8 +132,9 @@ static void one(const bad_case *c, int profiling, const char *dir)
 		else
 			snprintf(status, sizeof status, "signal %d (%s)", WTERMSIG(st),
 				 strsignal(WTERMSIG(st)));
-		fprintf(stderr, "FAIL %s [profiling %s]: want SIGABRT and a 'heapalloc: ...%s...' "
-			"line, got %s, stderr: '%.300s'\n", c->name, profiling ? "on" : "off",
+		fprintf(stderr, "FAIL %s [profiling %s, interval %s]: want SIGABRT and a "
+			"'heapalloc: ...%s...' line, got %s, stderr: '%.300s'\n", c->name,
+			profiling ? "on" : "off", getenv("HEAP_PROFILE_SAMPLE_INTERVAL"),
 			c->want, status, err);
 		ck_failures++;
 	}
@@ -140,7 +143,28 @@ static void one(const bad_case *c, int profiling, const char *dir)
 int main(int argc, char **argv)
 {
 	(void)argc;
-	rel_reexec(argv, "HEAP_PROFILE_SAMPLE_INTERVAL=1", (char *)NULL);
+	if (!getenv("REL_CHILD")) {
+		/* each interval in a process of its own (options are read at
+		 * start-up); a child's failures fail its exit status */
+		static const char *const intervals[] = { "1", "1073741824" };
+		static const char *const kv[] = { "HEAP_PROFILE_SAMPLE_INTERVAL=1",
+						  "HEAP_PROFILE_SAMPLE_INTERVAL=1073741824" };
+		for (int k = 0; k < 2; k++) {
+			fflush(NULL);
+			pid_t pid = fork();
+			REQUIRE(pid >= 0);
+			if (pid == 0)
+				rel_reexec(argv, kv[k], (char *)NULL);
+			int st;
+			REQUIRE(waitpid(pid, &st, 0) == pid);
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				fprintf(stderr, "FAIL: the cases at HEAP_PROFILE_SAMPLE_INTERVAL=%s\n",
+					intervals[k]);
+				ck_failures++;
+			}
+		}
+		return CHECK_DONE();
+	}
 	char dir[256];
 	rel_mkdtemp(dir, sizeof dir, "relbad");
 	for (int profiling = 0; profiling < 2; profiling++)
