@@ -14,10 +14,10 @@
  * thread), and spans being page-aligned so p's page names its span.
  *
  * With profiling on and exact totals, malloc(n <= 32 KiB) takes
- * malloc_prof_small (10 instructions more: the countdown's subtract-and-
- * branch, one counter, the block's 16-byte header) and free takes
- * free_prof_small (one compare of the header's check word instead of the
- * object-start check, one counter, the push: 4 more).  With estimated
+ * malloc_prof_small (24 instructions: the same pop, the countdown's
+ * subtract-and-branch, one counter, the block's 16-byte header) and free
+ * takes free_prof_small (one compare of the header's check word, one
+ * counter, the push: as long as free without profiling).  With estimated
  * totals malloc adds only the countdown and free is unchanged.  What that
  * costs and why the sizes must be kept at all (exact dump totals): README.
  *
@@ -671,43 +671,10 @@ static HA_NOINLINE void free_slow(void *p, ha_span *s)
 	ha_arena_large_free(p);
 }
 
-/* free with exact totals.  An ordinary block of this session (its header's
- * check word says so: not sampled, not aligned, not freed) is freed by its
- * header alone: the size in word 0 gives the class (hdr_class, as the
- * block was allocated), so no page-map walk and no object-start check —
- * 15 instructions and two dependent loads fewer than free without
- * profiling does.  The check word is secret-keyed: program bytes or a
- * stale header do not pass for one (free clears it, and a new session
- * changes it).  Anything else takes the page map. */
-static HA_NOINLINE void free_prof(void *p)
-{
-	if (HA_LIKELY(hdr_readable(p) && hdr_word(p, 1) == hdr_check())) {
-		uint64_t *h = (uint64_t *)p - 2;
-		ha_tnode *nd = ha_tc.node;     /* non-NULL exactly while state == 1 */
-		size_t n = (size_t)h[0];
-		if (HA_LIKELY(nd != NULL && n <= HA_SMALL_MAX)) {
-			h[1] = 0;
-			BUMP(nd->prof_free_bytes, n);
-			push_checked(hdr_class(n), h);
-			return;
-		}
-	}
-	ha_span *s = ha_pagemap_get(p);
-	if (HA_LIKELY(s != NULL)) {
-		free_prof_small(s, p);
-		return;
-	}
-	free_slow(p, s);
-}
-
 void ha_free(void *p)
 {
-	if (HA_UNLIKELY(ha_prof_exact)) {
-		free_prof(p);
-		return;
-	}
 	ha_span *s = ha_pagemap_get(p);
-	if (HA_LIKELY(s != NULL)) {
+	if (HA_LIKELY(s && !ha_prof_exact)) {
 		small_push(s, p);
 		return;
 	}
@@ -881,15 +848,14 @@ HA_EXPORT void *malloc(size_t n)
 
 HA_EXPORT void free(void *p)
 {
-	/* estimate mode frees as without profiling: only sampled blocks carry
-	 * a header, and small_push sends those to the profiler */
-	if (HA_UNLIKELY(ha_prof_exact)) {
-		free_prof(p);
-		return;
-	}
 	ha_span *s = ha_pagemap_get(p);
 	if (HA_LIKELY(s != NULL)) {
-		small_push(s, p);
+		/* estimate mode frees as without profiling: only sampled blocks
+		 * carry a header, and small_push sends those to the profiler */
+		if (HA_LIKELY(!ha_prof_exact))
+			small_push(s, p);
+		else
+			free_prof_small(s, p);
 		return;
 	}
 	free_slow(p, s);

@@ -8,7 +8,7 @@
  * — in one process with HEAP_PROFILE_SAMPLE_INTERVAL=1, so every block is
  * sampled and the free takes the profiler's path first, and in another
  * with an interval of 1 GiB, so no block is sampled and each carries an
- * ordinary header, which exact totals' free trusts without the page map.
+ * ordinary header (exact totals' fast free).
  */
 #include <malloc.h>
 #include <stdint.h>
