@@ -6,8 +6,11 @@
  * line with the line's average object size, so one line must not mix 16-byte
  * and 1-MiB objects (spec §4).  Several lines may share a stack.
  *
- * Memory: a fixed array of chain heads and buckets carved from 64 KiB raw
- * chunks (ha_raw_malloc: never sampled, never re-enters the profiler);
+ * Memory: a fixed array of chain heads (512 KiB mapped from the kernel:
+ * zero pages, resident only where stacks hash, so a profiled process —
+ * and each of its children — neither clears nor keeps the whole array)
+ * and buckets carved from 64 KiB raw chunks (ha_raw_malloc: never sampled,
+ * never re-enters the profiler);
  * bounded by MAX_BUCKETS, past which samples are counted as drops.
  * Locking: table_lock serialises every change (new buckets, the chunk list,
  * init/destroy) and snapshots.  Lookups of existing buckets take no table
@@ -20,6 +23,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include "dump/prof.h"
@@ -57,9 +61,11 @@ void ha_table_postfork_child(void)
 
 int ha_table_init(void)
 {
-	ha_bucket **h = ha_raw_calloc(NHEADS, sizeof *h);
-	if (!h)
+	void *m = mmap(NULL, NHEADS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
 		return ENOMEM;
+	ha_bucket **h = m;
 	ha_plock_lock(&table_lock);
 	__atomic_store_n(&heads, h, __ATOMIC_RELEASE);
 	chunks = NULL;
@@ -77,7 +83,7 @@ void ha_table_destroy(void)
 	}
 	chunks = NULL;
 	if (heads)
-		ha_raw_free(heads);
+		munmap(heads, NHEADS * sizeof *heads);
 	__atomic_store_n(&heads, NULL, __ATOMIC_RELEASE);
 	nbuckets = chunk_bytes = 0;
 }
