@@ -403,24 +403,6 @@ static void *small_alloc_once(unsigned cls, size_t n)
 	return small_pop(cls, n);
 }
 
-static void *alloc_prof_tracked(size_t n, size_t align, int zero);
-
-/* The general profiling path: any size, alignment, zeroing. */
-static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
-{
-	if (!ha_prof_exact) {
-		/* estimate mode: a plain block unless a sample may be due */
-		ha_tcache *tc = prof_sync();
-		if (!prof_due(tc, n)) {
-			void *p = alloc_plain(n, align, zero);
-			if (HA_LIKELY(p != NULL))
-				tc->sample_left -= (int64_t)n;
-			return p;
-		}
-	}
-	return alloc_prof_tracked(n, align, zero);
-}
-
 /* A block the profiler tracks: small ones with a header, big ones with
  * their size in the big-block header; counted, sampled when due. */
 static void *alloc_prof_tracked(size_t n, size_t align, int zero)
@@ -453,6 +435,22 @@ static void *alloc_prof_tracked(size_t n, size_t align, int zero)
 	if (pad != HA_HDR)
 		((uint64_t *)p)[-1] ^= HA_HDR_ALIGNED;
 	return p;
+}
+
+/* The general profiling path: any size, alignment, zeroing. */
+static HA_NOINLINE void *alloc_prof(size_t n, size_t align, int zero)
+{
+	if (!ha_prof_exact) {
+		/* estimate mode: a plain block unless a sample may be due */
+		ha_tcache *tc = prof_sync();
+		if (!prof_due(tc, n)) {
+			void *p = alloc_plain(n, align, zero);
+			if (HA_LIKELY(p != NULL))
+				tc->sample_left -= (int64_t)n;
+			return p;
+		}
+	}
+	return alloc_prof_tracked(n, align, zero);
 }
 
 /* The profiled fast paths' pop: a block of class cls for a request of n
