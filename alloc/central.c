@@ -63,11 +63,11 @@ void ha_central_init(void)
 
 static ha_span *rec_get(void)
 {
-	pthread_mutex_lock(&rec_lock);
+	ha_lock(&rec_lock);
 	ha_span *s = rec_free;
 	if (s)
 		rec_free = s->next;
-	pthread_mutex_unlock(&rec_lock);
+	ha_unlock(&rec_lock);
 	if (s)
 		memset(s, 0, sizeof *s);
 	else
@@ -77,10 +77,10 @@ static ha_span *rec_get(void)
 
 static void rec_put(ha_span *s)
 {
-	pthread_mutex_lock(&rec_lock);
+	ha_lock(&rec_lock);
 	s->next = rec_free;
 	rec_free = s;
-	pthread_mutex_unlock(&rec_lock);
+	ha_unlock(&rec_lock);
 }
 
 static void list_push(central *c, ha_span *s)
@@ -122,7 +122,7 @@ static int pool_slot(uint32_t bytes)
 static int pool_put(ha_span *s, uint32_t bytes)
 {
 	int where = 0, i;
-	pthread_mutex_lock(&rec_lock);
+	ha_lock(&rec_lock);
 	i = pool_slot(bytes);
 	if (i >= 0 && hot_bytes + bytes <= SPAN_HOT_BYTES) {
 		s->next = pool[i].hot;
@@ -133,13 +133,13 @@ static int pool_put(ha_span *s, uint32_t bytes)
 		cold_bytes += bytes;   /* reserved; linked once its pages are gone */
 		where = 2;
 	}
-	pthread_mutex_unlock(&rec_lock);
+	ha_unlock(&rec_lock);
 	if (where == 2) {
 		madvise((void *)s->base, bytes, MADV_DONTNEED);
-		pthread_mutex_lock(&rec_lock);
+		ha_lock(&rec_lock);
 		s->next = pool[i].cold;
 		pool[i].cold = s;
-		pthread_mutex_unlock(&rec_lock);
+		ha_unlock(&rec_lock);
 	}
 	return where != 0;
 }
@@ -149,7 +149,7 @@ static ha_span *pool_take(uint32_t bytes)
 	ha_span *s = NULL;
 	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
 		return NULL;
-	pthread_mutex_lock(&rec_lock);
+	ha_lock(&rec_lock);
 	for (unsigned i = 0; i < POOL_SIZES && pool[i].bytes; i++)
 		if (pool[i].bytes == bytes) {
 			if ((s = pool[i].hot) != NULL) {
@@ -161,7 +161,7 @@ static ha_span *pool_take(uint32_t bytes)
 			}
 			break;
 		}
-	pthread_mutex_unlock(&rec_lock);
+	ha_unlock(&rec_lock);
 	return s;
 }
 
@@ -238,14 +238,14 @@ static void pool_release_cold(void)
 	for (;;) {
 		ha_span *s = NULL;
 		uint32_t bytes = 0;
-		pthread_mutex_lock(&rec_lock);
+		ha_lock(&rec_lock);
 		for (unsigned i = 0; i < POOL_SIZES && !s; i++)
 			if ((s = pool[i].cold) != NULL) {
 				pool[i].cold = s->next;
 				bytes = pool[i].bytes;
 				cold_bytes -= bytes;
 			}
-		pthread_mutex_unlock(&rec_lock);
+		ha_unlock(&rec_lock);
 		if (!s)
 			return;
 		ha_arena_span_free((void *)s->base);
@@ -259,22 +259,22 @@ static void pool_drain(void)
 	for (;;) {
 		ha_span *s = NULL;
 		int i = 0;
-		pthread_mutex_lock(&rec_lock);
+		ha_lock(&rec_lock);
 		for (; i < POOL_SIZES && !s; i++)
 			if ((s = pool[i].hot) != NULL) {
 				pool[i].hot = s->next;
 				hot_bytes -= pool[i].bytes;
 			}
-		pthread_mutex_unlock(&rec_lock);
+		ha_unlock(&rec_lock);
 		if (!s)
 			return;
 		uint32_t bytes = pool[i - 1].bytes;
 		madvise((void *)s->base, bytes, MADV_DONTNEED);
-		pthread_mutex_lock(&rec_lock);
+		ha_lock(&rec_lock);
 		s->next = pool[i - 1].cold;
 		pool[i - 1].cold = s;
 		cold_bytes += bytes;
-		pthread_mutex_unlock(&rec_lock);
+		ha_unlock(&rec_lock);
 	}
 }
 
@@ -316,28 +316,28 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 	central *c = &centrals[cls];
 	unsigned got = 0;
 	*head = NULL;
-	pthread_mutex_lock(&c->lock);
+	ha_lock(&c->lock);
 	if (want == ha_class_batch[cls] && c->nbatches) {
 		*head = c->batches[--c->nbatches];
 		c->free_objs -= want;
 		__atomic_fetch_sub(&transfer_bytes, (uint64_t)want * ha_class_size[cls], __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&c->lock);
+		ha_unlock(&c->lock);
 		return want;
 	}
 	for (;;) {
 		got += take_from_spans(c, cls, want - got, head);
 		if (got == want || got > 0)
 			break;
-		pthread_mutex_unlock(&c->lock);
+		ha_unlock(&c->lock);
 		ha_span *s = span_new(cls);
-		pthread_mutex_lock(&c->lock);
+		ha_lock(&c->lock);
 		if (!s)
 			break;
 		c->nspans++;
 		c->free_objs += s->nobj;
 		list_push(c, s);
 	}
-	pthread_mutex_unlock(&c->lock);
+	ha_unlock(&c->lock);
 	return got;
 }
 
@@ -382,14 +382,14 @@ void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans)
 {
 	central *c = &centrals[cls];
 	ha_span *dead = NULL;
-	pthread_mutex_lock(&c->lock);
+	ha_lock(&c->lock);
 	uint64_t bytes = (uint64_t)n * ha_class_size[cls];
 	if (!to_spans && n == ha_class_batch[cls] && c->nbatches < TRANSFER_SLOTS &&
 	    __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES) {
 		c->batches[c->nbatches++] = head;
 		c->free_objs += n;
 		__atomic_fetch_add(&transfer_bytes, bytes, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&c->lock);
+		ha_unlock(&c->lock);
 		return;
 	}
 	while (head) {
@@ -397,7 +397,7 @@ void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans)
 		to_span(c, head, &dead);
 		head = next;
 	}
-	pthread_mutex_unlock(&c->lock);
+	ha_unlock(&c->lock);
 	release_dead(dead);
 }
 
@@ -410,7 +410,7 @@ static void drain(int all_empty)
 		ha_span *dead = NULL;
 		if (!all_empty && !__atomic_load_n(&c->nbatches, __ATOMIC_RELAXED))
 			continue;
-		pthread_mutex_lock(&c->lock);
+		ha_lock(&c->lock);
 		while (c->nbatches) {
 			void *head = c->batches[--c->nbatches];
 			__atomic_fetch_sub(&transfer_bytes, (uint64_t)ha_class_batch[cls] * ha_class_size[cls],
@@ -436,7 +436,7 @@ static void drain(int all_empty)
 				dead = s;
 			}
 		}
-		pthread_mutex_unlock(&c->lock);
+		ha_unlock(&c->lock);
 		release_dead(dead);
 	}
 	if (all_empty)
@@ -470,11 +470,11 @@ void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_byte
 	uint64_t n = 0, b = 0, f = 0;
 	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
 		central *c = &centrals[cls];
-		pthread_mutex_lock(&c->lock);
+		ha_lock(&c->lock);
 		n += c->nspans;
 		b += c->nspans * ha_class_span_bytes[cls];
 		f += c->free_objs * ha_class_size[cls];
-		pthread_mutex_unlock(&c->lock);
+		ha_unlock(&c->lock);
 	}
 	*spans = n;
 	*span_bytes = b;
@@ -484,8 +484,8 @@ void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_byte
 void ha_central_prefork(void)
 {
 	for (unsigned c = 0; c < HA_NCLASSES; c++)
-		pthread_mutex_lock(&centrals[c].lock);
-	pthread_mutex_lock(&rec_lock);
+		ha_lock(&centrals[c].lock);
+	ha_lock(&rec_lock);
 }
 
 void ha_central_postfork(int child)
@@ -495,8 +495,8 @@ void ha_central_postfork(int child)
 		for (unsigned c = 0; c < HA_NCLASSES; c++)
 			pthread_mutex_init(&centrals[c].lock, NULL);
 	} else {
-		pthread_mutex_unlock(&rec_lock);
+		ha_unlock(&rec_lock);
 		for (unsigned c = 0; c < HA_NCLASSES; c++)
-			pthread_mutex_unlock(&centrals[c].lock);
+			ha_unlock(&centrals[c].lock);
 	}
 }

@@ -253,7 +253,7 @@ static int region_add(size_t n)
 		nb = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
 		nd = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
 	}
-	pthread_mutex_lock(&huge_lock);
+	ha_lock(&huge_lock);
 	hregion *R = NULL;
 	for (unsigned r = 0; r < NREGIONS; r++)
 		if (!regions[r].pages && (!R || (!R->busy && regions[r].busy)))
@@ -266,7 +266,7 @@ static int region_add(size_t n)
 		memset(R->dirty, 0, len / PG / 8);
 	}
 	if (!R || !R->busy) {
-		pthread_mutex_unlock(&huge_lock);
+		ha_unlock(&huge_lock);
 		munmap(m, len);
 		return 0;
 	}
@@ -275,7 +275,7 @@ static int region_add(size_t n)
 	R->used = 0;
 	R->fdirty = 0;
 	region_bytes += len;
-	pthread_mutex_unlock(&huge_lock);
+	ha_unlock(&huge_lock);
 	return 1;
 }
 
@@ -295,10 +295,10 @@ static size_t release(int all)
 {
 	size_t done = 0;
 	for (;;) {
-		pthread_mutex_lock(&huge_lock);
+		ha_lock(&huge_lock);
 		size_t budget = cache_budget();
 		if (!all && free_dirty * PG <= budget) {
-			pthread_mutex_unlock(&huge_lock);
+			ha_unlock(&huge_lock);
 			return done;
 		}
 		size_t want = all ? (size_t)-1 : free_dirty - budget / 8 * 7 / PG;
@@ -317,7 +317,7 @@ static size_t release(int all)
 				R = Q;
 		}
 		if (!R) {
-			pthread_mutex_unlock(&huge_lock);
+			ha_unlock(&huge_lock);
 			return done;
 		}
 		if (!R->used) {
@@ -328,7 +328,7 @@ static size_t release(int all)
 			free_dirty -= R->fdirty;
 			region_bytes -= len;
 			R->pages = 0;
-			pthread_mutex_unlock(&huge_lock);
+			ha_unlock(&huge_lock);
 			munmap(base, len);
 			continue;
 		}
@@ -348,7 +348,7 @@ static size_t release(int all)
 			}
 		}
 		if (!found) {   /* fdirty says otherwise: never seen */
-			pthread_mutex_unlock(&huge_lock);
+			ha_unlock(&huge_lock);
 			return done;
 		}
 		size_t a = d, lo = want > d ? 0 : d + 1 - want;
@@ -357,12 +357,12 @@ static size_t release(int all)
 		size_t n = d + 1 - a;
 		size_t dn = bits_count(R->dirty, a, n);
 		take_pages(R, a, n);
-		pthread_mutex_unlock(&huge_lock);
+		ha_unlock(&huge_lock);
 		madvise((void *)(R->base + a * PG), n * PG, MADV_DONTNEED);
 		done += dn * PG;
-		pthread_mutex_lock(&huge_lock);
+		ha_lock(&huge_lock);
 		give_pages(R, a, n, 0);
-		pthread_mutex_unlock(&huge_lock);
+		ha_unlock(&huge_lock);
 	}
 }
 
@@ -387,16 +387,16 @@ static void *region_alloc(size_t len, int zero)
 	size_t n = len / PG, at = 0;
 	hregion *R;
 	for (int tries = 0;; tries++) {
-		pthread_mutex_lock(&huge_lock);
+		ha_lock(&huge_lock);
 		R = region_pick(n, &at);
 		if (R)
 			break;
-		pthread_mutex_unlock(&huge_lock);
+		ha_unlock(&huge_lock);
 		if (tries || !region_add(n))
 			return NULL;
 	}
 	take_pages(R, at, n);
-	pthread_mutex_unlock(&huge_lock);
+	ha_unlock(&huge_lock);
 	char *base = (char *)(R->base + at * PG);
 	if (zero) {
 		/* the window's bits are ours while the block lives */
@@ -461,14 +461,14 @@ void ha_huge_free(void *p)
 		munmap((void *)base, len);
 		return;
 	}
-	pthread_mutex_lock(&huge_lock);
+	ha_lock(&huge_lock);
 	hregion *R = region_of(base);
 	give_pages(R, (base - R->base) / PG, len / PG, 1);
 	size_t pk = __atomic_load_n(&recent_peak, __ATOMIC_RELAXED);
 	pk -= pk / 128;
 	__atomic_store_n(&recent_peak, pk > now ? pk : now, __ATOMIC_RELAXED);
 	int over = free_dirty * PG > cache_budget();
-	pthread_mutex_unlock(&huge_lock);
+	ha_unlock(&huge_lock);
 	if (over)
 		release(0);
 }
@@ -491,10 +491,10 @@ static void *move_out(void *p, size_t old, size_t len)
 		void *back = mmap((void *)base, old, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 				  MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 		if (back == (void *)base) {
-			pthread_mutex_lock(&huge_lock);
+			ha_lock(&huge_lock);
 			hregion *R = region_of(base);
 			give_pages(R, (base - R->base) / PG, old / PG, 0);
-			pthread_mutex_unlock(&huge_lock);
+			ha_unlock(&huge_lock);
 		} else if (back != MAP_FAILED) {
 			munmap(back, old);
 		}
@@ -511,10 +511,10 @@ static void *move_out(void *p, size_t old, size_t len)
 			ha_fatal("huge realloc: cannot move pages back", p);
 		return NULL;
 	}
-	pthread_mutex_lock(&huge_lock);
+	ha_lock(&huge_lock);
 	hregion *R = region_of(base);
 	give_pages(R, (base - R->base) / PG, old / PG, 0);
-	pthread_mutex_unlock(&huge_lock);
+	ha_unlock(&huge_lock);
 	hhdr *h = hhdr_of((char *)g + HA_LARGE_HDR);
 	h->magic = HUGE_MAGIC;
 	h->pages = (uint32_t)(len / PG);
@@ -535,7 +535,7 @@ void *ha_huge_realloc(void *p, size_t n)
 	void *q = NULL;
 	if (h->magic == HUGE_MAGIC_R) {
 		int over = 0;
-		pthread_mutex_lock(&huge_lock);
+		ha_lock(&huge_lock);
 		hregion *R = region_of(base);
 		size_t i = (base - R->base) / PG, o = old / PG, l = len / PG;
 		if (l < o) {
@@ -546,7 +546,7 @@ void *ha_huge_realloc(void *p, size_t n)
 			take_pages(R, i + o, l - o);
 			q = p;
 		}
-		pthread_mutex_unlock(&huge_lock);
+		ha_unlock(&huge_lock);
 		if (q)
 			h->pages = (uint32_t)l;
 		else
@@ -583,7 +583,7 @@ void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached)
 
 void ha_huge_prefork(void)
 {
-	pthread_mutex_lock(&huge_lock);
+	ha_lock(&huge_lock);
 }
 
 void ha_huge_postfork(int child)
@@ -591,5 +591,5 @@ void ha_huge_postfork(int child)
 	if (child)
 		pthread_mutex_init(&huge_lock, NULL);
 	else
-		pthread_mutex_unlock(&huge_lock);
+		ha_unlock(&huge_lock);
 }

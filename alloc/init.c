@@ -15,34 +15,65 @@ int ha_ready;
 pthread_key_t ha_thread_key;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
+HA_TLS unsigned ha_locks_held;
+
+/* A fork() from a signal handler can interrupt this thread inside fork
+ * itself (between prepare and parent) or while it holds one of our locks:
+ * waiting for a lock then would wait for ourselves.  Such a fork takes no
+ * lock; its child re-initialises them all, and only the outermost fork of a
+ * thread, the one that took them, releases them in the parent. */
+static HA_TLS unsigned fork_depth;   /* prepare run, parent/child not yet */
+static HA_TLS int fork_locked;       /* this thread's outermost fork holds every lock */
+
 static void prefork(void)
 {
+	unsigned depth = ++fork_depth;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (depth > 1 || ha_locks_held)
+		return;
 	ha_prof_prefork();
 	ha_tcache_prefork();
 	ha_central_prefork();
 	ha_huge_prefork();
 	ha_pagemap_prefork();
 	ha_meta_prefork();
+	ha_locks_held = 0;   /* the fork window is fork_locked, not held locks */
+	fork_locked = 1;
 }
 
 static void postfork(int child)
 {
+	if (child) {
+		if (!fork_locked && (fork_depth > 1 || ha_locks_held))
+			child = HA_FORK_CHILD_TORN;
+		else
+			ha_locks_held = 0;
+	} else if (!fork_locked || fork_depth > 1) {
+		goto out;   /* a handler's fork: it took nothing */
+	}
 	ha_meta_postfork(child);
 	ha_pagemap_postfork(child);
 	ha_huge_postfork(child);
 	ha_central_postfork(child);
 	ha_tcache_postfork(child);
 	ha_prof_postfork(child);
+	if (!child)
+		ha_locks_held = 0;
+	fork_locked = 0;
+out:
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (fork_depth)
+		fork_depth--;
 }
 
 static void postfork_parent(void)
 {
-	postfork(0);
+	postfork(HA_FORK_PARENT);
 }
 
 static void postfork_child(void)
 {
-	postfork(1);
+	postfork(HA_FORK_CHILD);
 }
 
 /* Random bits for the profiled-block check word (alloc/entry.c): the

@@ -23,7 +23,9 @@
  *   -> page-map leaf lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
  * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
- * in that order and released (parent) or re-initialised (child) after fork.
+ * in that order and released (parent) or re-initialised (child) after fork,
+ * except in a fork() made by a signal handler on a thread that holds one of
+ * them or is inside fork itself: that fork takes none (init.c).
  * Signal handlers never allocate through heapalloc locks: dump/ only posts.
  */
 #ifndef HA_ALLOC_INTERNAL_H
@@ -50,6 +52,27 @@
 #define HA_CLASS_HDR_MAX 73
 #define HA_MIN_ALIGN 16
 #define HA_LARGE_HDR 16           /* header before every large block */
+
+/* ---- locks ------------------------------------------------------------- *
+ * Every allocator and profiler lock is taken through these, which count the
+ * locks this thread holds: a fork() from a signal handler that interrupted
+ * this thread must not wait for them (init.c, prefork).  The signal fences
+ * keep the count ahead of the lock as the same thread's handler sees it. */
+extern HA_TLS unsigned ha_locks_held;
+
+static inline void ha_lock(pthread_mutex_t *m)
+{
+	ha_locks_held++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pthread_mutex_lock(m);
+}
+
+static inline void ha_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ha_locks_held--;
+}
 
 /* ---- size_class.c ---------------------------------------------------- */
 extern uint8_t ha_class_lo[1024 / 8 + 1];     /* (n+7)>>3      for n <= 1024  */
@@ -261,6 +284,12 @@ void ha_tcache_prefork(void);
 void ha_tcache_postfork(int child);
 
 /* ---- init.c ------------------------------------------------------------- */
+/* What each module's postfork(child) is told: the parent; a child whose
+ * structures are whole (the fork held every lock); a child of a fork made by
+ * a signal handler that interrupted this thread while it held a lock: locks
+ * are re-initialised but nothing is walked (the interrupted code finishes
+ * its own change when the handler returns). */
+enum { HA_FORK_PARENT, HA_FORK_CHILD, HA_FORK_CHILD_TORN };
 extern int ha_ready;
 void ha_init_slow(void);
 static inline void ha_ensure_init(void)

@@ -16,12 +16,12 @@ static uint64_t meta_total;
 void *ha_meta_alloc(size_t bytes)
 {
 	bytes = (bytes + 15) & ~(size_t)15;
-	pthread_mutex_lock(&meta_lock);
+	ha_lock(&meta_lock);
 	if ((size_t)(meta_end - meta_cur) < bytes) {
 		size_t want = bytes > META_CHUNK ? (bytes + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
 		void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED) {
-			pthread_mutex_unlock(&meta_lock);
+			ha_unlock(&meta_lock);
 			return NULL;
 		}
 		meta_cur = m;
@@ -30,7 +30,7 @@ void *ha_meta_alloc(size_t bytes)
 	}
 	void *p = meta_cur;
 	meta_cur += bytes;
-	pthread_mutex_unlock(&meta_lock);
+	ha_unlock(&meta_lock);
 	return p;
 }
 
@@ -41,7 +41,7 @@ uint64_t ha_meta_bytes(void)
 
 void ha_meta_prefork(void)
 {
-	pthread_mutex_lock(&meta_lock);
+	ha_lock(&meta_lock);
 }
 
 void ha_meta_postfork(int child)
@@ -49,5 +49,5 @@ void ha_meta_postfork(int child)
 	if (child)
 		pthread_mutex_init(&meta_lock, NULL);
 	else
-		pthread_mutex_unlock(&meta_lock);
+		ha_unlock(&meta_lock);
 }

@@ -23,14 +23,14 @@ static ha_span **leaf_for(uintptr_t pg)
 	ha_span **leaf = __atomic_load_n(&ha_pagemap_root[r], __ATOMIC_ACQUIRE);
 	if (leaf)
 		return leaf;
-	pthread_mutex_lock(&leaf_lock);
+	ha_lock(&leaf_lock);
 	leaf = ha_pagemap_root[r];
 	if (!leaf) {
 		leaf = ha_meta_alloc(sizeof(ha_span *) << HA_PM_LEAF_BITS);
 		if (leaf)
 			__atomic_store_n(&ha_pagemap_root[r], leaf, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&leaf_lock);
+	ha_unlock(&leaf_lock);
 	return leaf;
 }
 
@@ -50,7 +50,7 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 
 void ha_pagemap_prefork(void)
 {
-	pthread_mutex_lock(&leaf_lock);
+	ha_lock(&leaf_lock);
 }
 
 void ha_pagemap_postfork(int child)
@@ -58,5 +58,5 @@ void ha_pagemap_postfork(int child)
 	if (child)
 		pthread_mutex_init(&leaf_lock, NULL);
 	else
-		pthread_mutex_unlock(&leaf_lock);
+		ha_unlock(&leaf_lock);
 }

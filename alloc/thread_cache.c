@@ -73,7 +73,7 @@ ha_tcache *ha_tcache_attach(void)
 		return tc;
 	ha_ensure_init();
 	int tid = (int)syscall(SYS_gettid);
-	pthread_mutex_lock(&registry_lock);
+	ha_lock(&registry_lock);
 	ha_tnode *nd = registry;
 	while (nd && nd->live)
 		nd = nd->next;
@@ -82,7 +82,7 @@ ha_tcache *ha_tcache_attach(void)
 		char *raw = ha_meta_alloc(sizeof *nd + 64);
 		nd = raw ? (ha_tnode *)(((uintptr_t)raw + 63) & ~(uintptr_t)63) : NULL;
 		if (!nd) {
-			pthread_mutex_unlock(&registry_lock);
+			ha_unlock(&registry_lock);
 			ha_fatal("out of memory for a thread record", NULL);
 		}
 		nd->next = registry;
@@ -91,7 +91,7 @@ ha_tcache *ha_tcache_attach(void)
 	nd->tid = tid;
 	nd->live = 1;
 	__atomic_fetch_add(&live_threads, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&registry_lock);
+	ha_unlock(&registry_lock);
 	tc->max_bytes = 0;
 	for (unsigned c = 1; c < HA_NCLASSES; c++) {
 		ha_tl_set_max(&tc->list[c], 1);
@@ -265,10 +265,10 @@ void ha_tcache_thread_exit(void *arg)
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		ha_tl_set_max(&tc->list[c], 0);
 	flush_all(tc);
-	pthread_mutex_lock(&registry_lock);
+	ha_lock(&registry_lock);
 	retire_node(tc->node);
 	tc->node = NULL;
-	pthread_mutex_unlock(&registry_lock);
+	ha_unlock(&registry_lock);
 	ha_central_thread_exited();
 }
 
@@ -288,13 +288,13 @@ uint64_t ha_tcache_count(uint64_t *bytes)
 {
 	uint64_t b = 0, n = 0;
 	int self = (int)syscall(SYS_gettid), saved = errno;
-	pthread_mutex_lock(&registry_lock);
+	ha_lock(&registry_lock);
 	for (ha_tnode *nd = registry; nd; nd = nd->next)
 		if (nd->live && node_alive(nd, self)) {
 			n++;
 			b += rd(&nd->cached_bytes);
 		}
-	pthread_mutex_unlock(&registry_lock);
+	ha_unlock(&registry_lock);
 	errno = saved;
 	*bytes = b;
 	return n;
@@ -302,7 +302,7 @@ uint64_t ha_tcache_count(uint64_t *bytes)
 
 void ha_tcache_prof_totals(uint64_t out[2])
 {
-	pthread_mutex_lock(&registry_lock);
+	ha_lock(&registry_lock);
 	for (int i = 0; i < 2; i++)
 		out[i] = rd(&retired[i]);
 	for (ha_tnode *nd = registry; nd; nd = nd->next)
@@ -310,7 +310,7 @@ void ha_tcache_prof_totals(uint64_t out[2])
 			out[0] += rd(&nd->prof_alloc_bytes);
 			out[1] += rd(&nd->prof_free_bytes);
 		}
-	pthread_mutex_unlock(&registry_lock);
+	ha_unlock(&registry_lock);
 }
 
 /* The countdown lives in each thread's TLS, which only the owner may
@@ -335,22 +335,23 @@ void ha_tcache_reset_countdowns(int64_t v)
 
 void ha_tcache_prefork(void)
 {
-	pthread_mutex_lock(&registry_lock);
+	ha_lock(&registry_lock);
 }
 
 void ha_tcache_postfork(int child)
 {
 	if (!child) {
-		pthread_mutex_unlock(&registry_lock);
+		ha_unlock(&registry_lock);
 		return;
 	}
 	pthread_mutex_init(&registry_lock, NULL);
 	/* Only the forking thread lives on: retire every other record (their
 	 * cached objects are lost to the child, as with every thread-caching
 	 * allocator).  The survivor's record gets its new tid. */
-	for (ha_tnode *nd = registry; nd; nd = nd->next)
-		if (nd->live && nd != ha_tc.node)
-			retire_node(nd);
+	if (child == HA_FORK_CHILD)
+		for (ha_tnode *nd = registry; nd; nd = nd->next)
+			if (nd->live && nd != ha_tc.node)
+				retire_node(nd);
 	if (ha_tc.node)
 		ha_tc.node->tid = (int)syscall(SYS_gettid);
 }

@@ -83,10 +83,10 @@ HA_EXPORT char *GetHeapProfile(void)
 	ha_out o = { NULL, 0, 0, -1, 0 };
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
-	pthread_mutex_lock(&ha_prof_dump_lock);
+	ha_lock(&ha_prof_dump_lock);
 	if (ha_prof_running())
 		ha_writer_profile(&o, ha_prof_opt.sample_interval);
-	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
 	char *s = malloc(o.len + 1);  /* public malloc: no profiler lock held */
 	if (s) {

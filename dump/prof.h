@@ -89,6 +89,8 @@ static __attribute__((noinline, cold, unused)) void ha_plock_wake(ha_plock *l)
 static inline void ha_plock_lock(ha_plock *l)
 {
 	int c = 0;
+	ha_locks_held++;       /* alloc/internal.h: fork from a signal handler */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (HA_UNLIKELY(!__atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
 						     __ATOMIC_RELAXED)))
 		ha_plock_slow(l);
@@ -98,6 +100,8 @@ static inline void ha_plock_unlock(ha_plock *l)
 {
 	if (HA_UNLIKELY(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2))
 		ha_plock_wake(l);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ha_locks_held--;
 }
 
 /* ---- options.c ----------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +162,7 @@ static void check_thresholds(void)
 		ts.fbudget = per_thread(free_room(t));
 		return;
 	}
-	pthread_mutex_lock(&ha_prof_dump_lock);
+	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
 		char reason[128];
 		reason[0] = 0;
@@ -186,11 +187,44 @@ static void check_thresholds(void)
 	} else {
 		ts.tbudget = ts.fbudget = INT64_MAX;
 	}
-	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_unlock(&ha_prof_dump_lock);
 }
 
 /* ------------------------------------------------------------------ */
 /* the allocator hooks                                                 */
+
+/* Threads inside the unwinder.  libunwind has global mutexes of its own,
+ * which a fork's child would inherit held and then wait for at its first
+ * sample: prefork closes the gate and waits until nobody unwinds.  The
+ * unwind counts as a held lock (alloc/internal.h), so a signal handler's
+ * fork on an unwinding thread never waits for itself. */
+static int unwinding, unwind_gate;
+static HA_TLS int unwinding_here;
+
+
+static inline void unwind_enter(void)
+{
+	ha_locks_held++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (;;) {
+		__atomic_fetch_add(&unwinding, 1, __ATOMIC_SEQ_CST);
+		if (HA_LIKELY(!__atomic_load_n(&unwind_gate, __ATOMIC_SEQ_CST))) {
+			unwinding_here = 1;
+			return;
+		}
+		__atomic_fetch_sub(&unwinding, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&unwind_gate, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+}
+
+static inline void unwind_leave(void)
+{
+	__atomic_fetch_sub(&unwinding, 1, __ATOMIC_RELEASE);
+	unwinding_here = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ha_locks_held--;
+}
 
 /* Inlined into ha_prof_on_alloc so that the unwinder is called from the
  * hook's own frame (dump/prof.h, stack capture). */
@@ -198,11 +232,13 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 {
 	uintptr_t raw[HA_STACK_RAW];
 	int want = ha_stack_want(), at;   /* unwind with no lock held */
+	unwind_enter();
 	int depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
 				  HA_PROF_DEPTH, &at);
 	if (HA_UNLIKELY(depth < 0))
 		depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
 				      HA_STACK_RAW, HA_PROF_DEPTH, &at);
+	unwind_leave();
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
@@ -374,7 +410,7 @@ static int dump_now(const char *reason, int automatic)
 {
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
-	pthread_mutex_lock(&ha_prof_dump_lock);
+	ha_lock(&ha_prof_dump_lock);
 	int err = EINVAL;
 	if (P.running) {
 		char buf[64];
@@ -396,7 +432,7 @@ static int dump_now(const char *reason, int automatic)
 				P.high_water = inuse_of(t);
 		}
 	}
-	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
 	return err;
 }
@@ -515,15 +551,15 @@ int ha_prof_start(const char *prefix, int from_env)
 		ha_options_load();
 	ha_stack_init();              /* dl_iterate_phdr: before any lock */
 	ha_objmap_init();
-	pthread_mutex_lock(&ha_prof_dump_lock);
+	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
-		pthread_mutex_unlock(&ha_prof_dump_lock);
+		ha_unlock(&ha_prof_dump_lock);
 		ha_prof_busy = busy;
 		return EBUSY;
 	}
 	int err = ha_table_init();
 	if (err) {
-		pthread_mutex_unlock(&ha_prof_dump_lock);
+		ha_unlock(&ha_prof_dump_lock);
 		ha_prof_busy = busy;
 		return err;
 	}
@@ -553,11 +589,11 @@ int ha_prof_start(const char *prefix, int from_env)
 	__atomic_store_n(&ha_prof_exact, P.exact, __ATOMIC_RELEASE);
 	__atomic_store_n(&ha_prof_active, P.exact ? HA_PROF_EXACT : HA_PROF_EST, __ATOMIC_RELEASE);
 	ha_log("Starting tracking the heap\n");
-	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_unlock(&ha_prof_dump_lock);
 	if (ha_stack_calibrate()) {   /* static links only; no lock held */
-		pthread_mutex_lock(&ha_prof_dump_lock);
+		ha_lock(&ha_prof_dump_lock);
 		ha_tcache_prof_totals(P.base);   /* the probe's blocks do not count */
-		pthread_mutex_unlock(&ha_prof_dump_lock);
+		ha_unlock(&ha_prof_dump_lock);
 	}
 	if (ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0) {
 		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal);
@@ -570,7 +606,7 @@ void ha_prof_stop(void)
 {
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
-	pthread_mutex_lock(&ha_prof_dump_lock);
+	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
 		__atomic_store_n(&ha_prof_active, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&ha_prof_exact, 0, __ATOMIC_RELEASE);
@@ -582,7 +618,7 @@ void ha_prof_stop(void)
 		ha_objmap_unlock_all();
 		ha_table_unlock();
 	}
-	pthread_mutex_unlock(&ha_prof_dump_lock);
+	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
 }
 
@@ -593,7 +629,10 @@ void ha_prof_prefork(void)
 {
 	ha_prof_busy++;
 	fork_window = 1;
-	pthread_mutex_lock(&ha_prof_dump_lock);
+	__atomic_store_n(&unwind_gate, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&unwinding, __ATOMIC_SEQ_CST))
+		sched_yield();
+	ha_lock(&ha_prof_dump_lock);
 	ha_table_lock();
 	ha_objmap_lock_all();
 }
@@ -610,10 +649,15 @@ void ha_prof_postfork(int child)
 	} else {
 		ha_objmap_unlock_all();
 		ha_table_unlock();
-		pthread_mutex_unlock(&ha_prof_dump_lock);
+		ha_unlock(&ha_prof_dump_lock);
 	}
-	fork_window = 0;
-	ha_prof_busy--;
+	if (child)   /* only this thread lives on */
+		__atomic_store_n(&unwinding, unwinding_here, __ATOMIC_RELAXED);
+	if (child != HA_FORK_CHILD_TORN) {  /* the torn child's prefork ran none of this */
+		__atomic_store_n(&unwind_gate, 0, __ATOMIC_RELEASE);
+		fork_window = 0;
+		ha_prof_busy--;
+	}
 }
 
 /* ------------------------------------------------------------------ */

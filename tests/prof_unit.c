@@ -16,6 +16,7 @@
 void *ha_raw_malloc(size_t n) { return malloc(n); }
 void *ha_raw_calloc(size_t n, size_t m) { return calloc(n, m); }
 void ha_raw_free(void *p) { free(p); }
+HA_TLS unsigned ha_locks_held;
 
 static void sampler(void)
 {

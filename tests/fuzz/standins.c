@@ -39,6 +39,8 @@ void ha_raw_free(void *p)
 	free(p);
 }
 
+HA_TLS unsigned ha_locks_held;   /* alloc/init.c */
+
 /* ---- the stack table (dump/stack_table.c): a snapshot set by the target */
 ha_line *fz_lines;
 size_t fz_nlines;
