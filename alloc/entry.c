@@ -911,8 +911,14 @@ HA_EXPORT void *memalign(size_t align, size_t n)
 	return ha_alloc_aligned(a, n);
 }
 
+/* C17 (DR 460) and glibc 2.38: an alignment that is not a power of two
+ * (0 included) fails with EINVAL; memalign keeps glibc's rounding up. */
 HA_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
+	if (HA_UNLIKELY(align == 0 || (align & (align - 1)))) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return memalign(align, n);
 }
 
