@@ -115,6 +115,7 @@ static void *alloc_plain_once(size_t n, size_t align, int zero, int big);
  * from a size class (the block gets a large or huge header). */
 static void *alloc_plain_big(size_t n, size_t align, int zero, int big)
 {
+	int e = errno;   /* a success leaves the program's errno alone */
 	void *p = alloc_plain_once(n, align, zero, big);
 	if (HA_UNLIKELY(!p) && n <= ((size_t)1 << 46)) {
 		ha_release_cached();
@@ -122,6 +123,8 @@ static void *alloc_plain_big(size_t n, size_t align, int zero, int big)
 		if (!p)
 			errno = ENOMEM;
 	}
+	if (p)
+		errno = e;
 	return p;
 }
 
@@ -421,12 +424,14 @@ static void *alloc_prof_tracked(size_t n, size_t align, int zero)
 	}
 	char *b = small_alloc_once(cls, n + pad);
 	if (HA_UNLIKELY(!b)) {
+		int e = errno;
 		ha_release_cached();
 		b = small_alloc_once(cls, n + pad);
 		if (!b) {
 			errno = ENOMEM;
 			return NULL;
 		}
+		errno = e;
 	}
 	char *p = b + pad;
 	if (zero)
@@ -760,6 +765,7 @@ void *ha_realloc(void *p, size_t n)
 	ha_span *s = ha_pagemap_get(p);
 	size_t old;
 	void *q = NULL;
+	int e = errno;   /* a failed attempt in place must not show on success */
 	if (s) {
 		/* estimated totals: a plain block, or one that got a header */
 		if (ha_prof_exact ? realloc_prof_inplace(s, p, n, 1) :
@@ -836,6 +842,7 @@ void *ha_realloc(void *p, size_t n)
 		return NULL;
 	memcpy(q, p, old < n ? old : n);
 	ha_free(p);
+	errno = e;
 	return q;
 }
 
@@ -926,12 +933,9 @@ HA_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	if (align < sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
-	int saved = errno;
 	void *p = align <= HA_MIN_ALIGN ? ha_alloc(n) : ha_alloc_aligned(align, n);
-	if (!p) {
-		errno = saved;
-		return ENOMEM;
-	}
+	if (!p)
+		return ENOMEM;   /* errno ENOMEM too, as glibc leaves it */
 	*out = p;
 	return 0;
 }

@@ -152,6 +152,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 		want = l->max < ha_class_batch[cls] ? l->max : ha_class_batch[cls];
 	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
 	void *head;
+	int e = errno;   /* a success leaves the program's errno alone */
 	unsigned got = ha_central_fetch(cls, want, &head);
 	if (HA_UNLIKELY(!got)) {
 		ha_release_cached();
@@ -161,6 +162,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 			return NULL;
 		}
 	}
+	errno = e;
 	void *p = head;
 	l->head = *(void **)p;
 	l->room -= (int32_t)(got - 1);
