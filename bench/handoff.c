@@ -5,27 +5,27 @@
  *
  * ROUNDS rounds; in each, THREADS threads (default 32) are created, work and
  * exit.  A thread's work grows its own set of live blocks: per op it
- * allocates one, frees a random one of its own two times in three, and one
+ * allocates one, frees a random one of its own one time in two, and one
  * time in four swaps a random one of its blocks with one of TRANSFER shared
  * slots, taking in a block of another thread (often of one that has exited).
  * Threads do 1/4 to 2 times OPS ops (by thread number), so they end at
  * different times; on exit a thread frees all it holds, and between rounds
- * the main thread frees half of the shared slots.  Sizes: 1 in 128 of
+ * the main thread frees half of the shared slots.  Sizes: 1 in 64 of
  * 4–32 KiB, else 7 in 8 of 16–512 B and the rest 513 B–4 KiB; with --large,
- * one allocation in 4096 is 64 KiB–5 MiB.  Every block is filled with a
+ * one allocation in 16384 is 64 KiB–5 MiB.  Every block is filled with a
  * pattern when allocated and checked when freed.
  *
  * Memory swings as threads end and start, so an allocator that hands free
  * spans back to the kernel at once faults them in again: the figures that
  * show it come from getrusage(RUSAGE_SELF) at the end: "user_s", "sys_s",
  * "minflt" (minor page faults), "maxrss_kib", with "ops_per_sec".
- * Scaled so that a run takes about 1 s under glibc on 2 cores.
+ * Scaled so that a run takes 1–1.5 s under glibc on 2 cores.
  */
 #include "bench.h"
 #include <pthread.h>
 #include <sys/resource.h>
 
-#define ROUNDS 10
+#define ROUNDS 5
 #define TRANSFER 1000
 #define MAX_THREADS 256
 
@@ -43,9 +43,9 @@ static long bad_blocks;
 static size_t pick_size(uint64_t *s)
 {
 	uint64_t r = bench_rand(s);
-	if (large && (r & 4095) == 0)
+	if (large && (r & 16383) == 0)
 		return bench_range(s, (size_t)64 << 10, (size_t)5 << 20);
-	if (((r >> 8) & 127) == 0)
+	if (((r >> 8) & 63) == 0)
 		return bench_range(s, 4097, 32768);
 	if (((r >> 16) & 7) != 0)
 		return bench_range(s, 16, 512);
@@ -109,7 +109,7 @@ static void *worker(void *arg)
 			}
 		}
 		live[n++] = make(&seed);
-		if (r % 3 != 0) { /* two in three: free one of ours */
+		if (r & 1) { /* one in two: free one of ours */
 			size_t i = (size_t)(bench_rand(&seed) % n);
 			check_free(live[i]);
 			live[i] = live[--n];
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 	}
 	if (nthreads < 1 || nthreads > MAX_THREADS)
 		nthreads = 32;
-	ops_per_thread = (long)(3500 * scale);
+	ops_per_thread = (long)(7000 * scale);
 	if (ops_per_thread < 10)
 		ops_per_thread = 10;
 	bench_print_allocator();
