@@ -1,11 +1,13 @@
 /* prodcons — producer/consumer: 2 threads allocate, 2 others free.
  *
- * The xmalloc-test pattern: each producer mallocs small blocks (16–128 B,
- * around the 64 B objects that test is usually run with), tags them and
- * passes them on in batches of 64 through one bounded ring (mutex + condition
- * variables); two consumers take batches off the ring, check the tags and free
- * every block.  Every free is remote, and with two consumers the frees of one
- * producer's blocks come from two threads at once.
+ * The xmalloc-test pattern: each producer fills a batch (itself a 32 KiB
+ * malloc) with BATCH blocks whose sizes are drawn from a 1.5x series of
+ * 8 B … 2 KiB, writes up to 128 B of each, and pushes the batch onto one
+ * shared stack (mutex + condition variables, at most LIMIT batches in flight:
+ * some 400 000 blocks, ~150 MiB).  Two consumers pop batches and free every
+ * block and the batch.  Every free is remote, comes in bulk, and the memory
+ * in flight is far more than any thread cache holds, so blocks travel the
+ * allocator's whole cross-thread return path.
  * Prints "ops_per_sec <blocks allocated and freed per second>".
  * argv[1]: scale in percent.
  */
@@ -14,39 +16,41 @@
 
 #define PRODUCERS 2
 #define CONSUMERS 2
-#define BATCH 64
-#define RING 64
+#define BATCH 4096
+#define LIMIT 100
 
-struct batch { int n; char *p[BATCH]; };
+struct batch { struct batch *next; char *p[BATCH]; };
 
-static struct batch ring[RING];
-static unsigned head, tail; /* tail - head = batches in the ring */
+static const size_t sizes[] = { 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+				384, 512, 768, 1024, 1536, 2048 };
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static struct batch *stack;
+static int in_flight;
 static int producers_left = PRODUCERS;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t not_full = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t not_empty = PTHREAD_COND_INITIALIZER;
-static long per_producer;
+static long per_producer; /* batches */
 
 static void *producer(void *arg)
 {
 	uint64_t seed = 0x9E3779B97F4A7C15ULL * ((uintptr_t)arg + 1);
-	struct batch b = { 0, { 0 } };
-	for (long i = 0; i < per_producer; i++) {
-		size_t sz = bench_range(&seed, 16, 128);
-		char *p = malloc(sz);
-		p[0] = 'p';
-		p[sz - 1] = 'q';
-		b.p[b.n++] = p;
-		if (b.n == BATCH || i == per_producer - 1) {
-			pthread_mutex_lock(&lock);
-			while (tail - head == RING)
-				pthread_cond_wait(&not_full, &lock);
-			ring[tail % RING] = b;
-			tail++;
-			pthread_cond_signal(&not_empty);
-			pthread_mutex_unlock(&lock);
-			b.n = 0;
+	for (long k = 0; k < per_producer; k++) {
+		struct batch *b = malloc(sizeof *b);
+		for (int i = 0; i < BATCH; i++) {
+			size_t sz = sizes[bench_rand(&seed) % NSIZES];
+			b->p[i] = malloc(sz);
+			memset(b->p[i], i & 255, sz < 128 ? sz : 128);
 		}
+		pthread_mutex_lock(&lock);
+		while (in_flight >= LIMIT)
+			pthread_cond_wait(&not_full, &lock);
+		b->next = stack;
+		stack = b;
+		in_flight++;
+		pthread_cond_signal(&not_empty);
+		pthread_mutex_unlock(&lock);
 	}
 	pthread_mutex_lock(&lock);
 	producers_left--;
@@ -59,23 +63,24 @@ static void *consumer(void *arg)
 {
 	long freed = 0, bad = 0;
 	for (;;) {
-		struct batch b;
 		pthread_mutex_lock(&lock);
-		while (tail == head && producers_left > 0)
+		while (!stack && producers_left > 0)
 			pthread_cond_wait(&not_empty, &lock);
-		if (tail == head) {
+		struct batch *b = stack;
+		if (!b) {
 			pthread_mutex_unlock(&lock);
 			break;
 		}
-		b = ring[head % RING];
-		head++;
+		stack = b->next;
+		in_flight--;
 		pthread_cond_signal(&not_full);
 		pthread_mutex_unlock(&lock);
-		for (int j = 0; j < b.n; j++) {
-			bad += b.p[j][0] != 'p';
-			free(b.p[j]);
+		for (int i = 0; i < BATCH; i++) {
+			bad += b->p[i][0] != (char)(i & 255);
+			free(b->p[i]);
 		}
-		freed += b.n;
+		free(b);
+		freed += BATCH;
 	}
 	*(long *)arg = bad ? -1 : freed;
 	return NULL;
@@ -85,7 +90,7 @@ int main(int argc, char **argv)
 {
 	pthread_t prod[PRODUCERS], cons[CONSUMERS];
 	long freed[CONSUMERS] = { 0 }, total = 0;
-	per_producer = (long)(1000000 * bench_scale(argc, argv));
+	per_producer = (long)(400 * bench_scale(argc, argv));
 	if (per_producer < 1)
 		per_producer = 1;
 	bench_print_allocator();
@@ -101,9 +106,9 @@ int main(int argc, char **argv)
 		total = freed[i] < 0 || total < 0 ? -1 : total + freed[i];
 	}
 	double t = bench_now() - t0;
-	if (total != per_producer * PRODUCERS) {
+	if (total != per_producer * PRODUCERS * BATCH) {
 		fprintf(stderr, "prodcons: freed %ld of %ld blocks (or a tag was wrong)\n",
-			total, per_producer * PRODUCERS);
+			total, per_producer * PRODUCERS * BATCH);
 		return 1;
 	}
 	printf("ops_per_sec %.0f\n", (double)total / t);
