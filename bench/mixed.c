@@ -38,7 +38,7 @@ static double run_fixed(size_t size, long n)
 
 int main(int argc, char **argv)
 {
-	long n = (long)(5000000 * bench_scale(argc, argv));
+	long n = (long)(1000000 * bench_scale(argc, argv));
 	uint64_t seed = 12345;
 	if (n < 10000)
 		n = 10000;
