@@ -8,10 +8,15 @@
  * that each class keeps one empty span to avoid thrashing.
  *
  * Empty spans beyond that go to a pool of free spans (records and memory
- * together), reused by any class with the same span size: a hot part of at
- * most SPAN_HOT_BYTES stays resident; past it, spans are madvise'd
- * (MADV_DONTNEED) and kept cold, up to SPAN_COLD_BYTES of address space,
- * and only past that returned to mimalloc.  Cold spans cost no RSS, while
+ * together), reused by any class with the same span size, newest first.
+ * They stay resident (hot) while the program may want them back: a span
+ * idle for SPAN_DECAY_MS is madvise'd (MADV_DONTNEED) and kept cold, except
+ * for SPAN_HOT_BYTES that always stay; past SPAN_HOT_MAX they go cold at
+ * once.  So a program that cycles its memory keeps it, without a page
+ * fault per page per cycle, and one that goes quiet gives it back at its
+ * next slow path past the delay (there is no thread of ours to do it while
+ * the program sleeps: SPAN_HOT_MAX bounds what a sleeping program holds).  Cold spans are kept up to SPAN_COLD_BYTES of
+ * address space, and only past that returned to mimalloc.  Cold spans cost no RSS, while
  * memory handed back to mimalloc costs some: mi_free writes its free-list
  * link into the block and faults one page of every span back in, and
  * mimalloc keeps a page of several spans while one of them lives.
@@ -23,9 +28,12 @@
 #include "alloc/internal.h"
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #define SPAN_HOT_BYTES ((size_t)4 << 20)
+#define SPAN_HOT_MAX ((size_t)64 << 20)
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
+#define SPAN_DECAY_MS 1000
 
 #define TRANSFER_SLOTS 16
 /* Empty spans a class keeps before handing them to the pool: refilling
@@ -50,10 +58,12 @@ typedef struct central {
 static central centrals[HA_NCLASSES];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_span *rec_free;
-/* the free-span pool, under rec_lock: per span size, a hot and a cold list */
+/* the free-span pool, under rec_lock: per span size, a hot list (newest at
+ * the head, oldest at the tail, linked both ways) and a cold list */
 #define POOL_SIZES 32
-static struct { uint32_t bytes; ha_span *hot, *cold; } pool[POOL_SIZES];
+static struct { uint32_t bytes; ha_span *hot, *hot_tail, *cold; } pool[POOL_SIZES];
 static size_t hot_bytes, cold_bytes;
+static uint32_t decay_checked;    /* ms clock of the last look for idle spans */
 
 void ha_central_init(void)
 {
@@ -117,31 +127,112 @@ static int pool_slot(uint32_t bytes)
 	return -1;
 }
 
-/* Put an empty span (pagemap cleared) in the pool: hot while there is
- * room, else cold (madvise'd here, outside the lock).  0 if it is full. */
-static int pool_put(ha_span *s, uint32_t bytes)
+/* A coarse millisecond clock (no system call: the vDSO). */
+static uint32_t now_ms(void)
 {
-	int where = 0, i;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint32_t)((uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000);
+}
+
+static void hot_push(int i, ha_span *s, uint32_t now)
+{
+	s->idle_since = now;
+	s->prev = NULL;
+	s->next = pool[i].hot;
+	if (s->next)
+		s->next->prev = s;
+	else
+		pool[i].hot_tail = s;
+	pool[i].hot = s;
+	hot_bytes += pool[i].bytes;
+}
+
+static void hot_unlink(int i, ha_span *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		pool[i].hot = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		pool[i].hot_tail = s->prev;
+	s->next = s->prev = NULL;
+	hot_bytes -= pool[i].bytes;
+}
+
+/* A span whose pages are gone (madvise'd) joins the cold list, or goes
+ * back to mimalloc when that is full. */
+static void cold_put(int i, ha_span *s)
+{
+	uint32_t bytes = pool[i].bytes;
 	ha_lock(&rec_lock);
-	i = pool_slot(bytes);
-	if (i >= 0 && hot_bytes + bytes <= SPAN_HOT_BYTES) {
-		s->next = pool[i].hot;
-		pool[i].hot = s;
-		hot_bytes += bytes;
-		where = 1;
-	} else if (i >= 0 && cold_bytes + bytes <= SPAN_COLD_BYTES) {
-		cold_bytes += bytes;   /* reserved; linked once its pages are gone */
-		where = 2;
-	}
-	ha_unlock(&rec_lock);
-	if (where == 2) {
-		madvise((void *)s->base, bytes, MADV_DONTNEED);
-		ha_lock(&rec_lock);
+	int room = cold_bytes + bytes <= SPAN_COLD_BYTES;
+	if (room) {
 		s->next = pool[i].cold;
 		pool[i].cold = s;
-		ha_unlock(&rec_lock);
+		cold_bytes += bytes;
 	}
-	return where != 0;
+	ha_unlock(&rec_lock);
+	if (!room) {
+		ha_arena_span_free((void *)s->base);
+		rec_put(s);
+	}
+}
+
+/* Hot spans idle for SPAN_DECAY_MS, oldest first, beyond the resident
+ * SPAN_HOT_BYTES, go cold: a few at a time under the lock, madvise'd
+ * outside it.  Looks at most every SPAN_DECAY_MS / 8. */
+static void pool_decay(uint32_t now, int all)
+{
+	if (!all && (uint32_t)(now - __atomic_load_n(&decay_checked, __ATOMIC_RELAXED)) < SPAN_DECAY_MS / 8)
+		return;
+	__atomic_store_n(&decay_checked, now, __ATOMIC_RELAXED);
+	for (;;) {
+		ha_span *got[8];
+		int slot[8], n = 0;
+		ha_lock(&rec_lock);
+		for (int i = 0; i < POOL_SIZES && pool[i].bytes && n < 8; i++)
+			while (n < 8 && pool[i].hot_tail &&
+			       (all || (hot_bytes > SPAN_HOT_BYTES &&
+				(uint32_t)(now - pool[i].hot_tail->idle_since) >= SPAN_DECAY_MS))) {
+				ha_span *s = pool[i].hot_tail;
+				hot_unlink(i, s);
+				slot[n] = i;
+				got[n++] = s;
+			}
+		ha_unlock(&rec_lock);
+		for (int k = 0; k < n; k++) {
+			madvise((void *)got[k]->base, pool[slot[k]].bytes, MADV_DONTNEED);
+			cold_put(slot[k], got[k]);
+		}
+		if (n < 8)
+			return;
+	}
+}
+
+/* Put an empty span (pagemap cleared) in the pool: hot while under
+ * SPAN_HOT_MAX, else cold at once.  0 if there is no room at all. */
+static int pool_put(ha_span *s, uint32_t bytes)
+{
+	int hot = 0, i;
+	uint32_t now = now_ms();
+	ha_lock(&rec_lock);
+	i = pool_slot(bytes);
+	if (i >= 0 && hot_bytes + bytes <= SPAN_HOT_MAX) {
+		hot_push(i, s, now);
+		hot = 1;
+	}
+	ha_unlock(&rec_lock);
+	if (i < 0)
+		return 0;
+	if (!hot) {
+		madvise((void *)s->base, bytes, MADV_DONTNEED);
+		cold_put(i, s);
+	}
+	pool_decay(now, 0);
+	return 1;
 }
 
 static ha_span *pool_take(uint32_t bytes)
@@ -150,11 +241,10 @@ static ha_span *pool_take(uint32_t bytes)
 	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
 		return NULL;
 	ha_lock(&rec_lock);
-	for (unsigned i = 0; i < POOL_SIZES && pool[i].bytes; i++)
+	for (int i = 0; i < POOL_SIZES && pool[i].bytes; i++)
 		if (pool[i].bytes == bytes) {
 			if ((s = pool[i].hot) != NULL) {
-				pool[i].hot = s->next;
-				hot_bytes -= bytes;
+				hot_unlink(i, s);
 			} else if ((s = pool[i].cold) != NULL) {
 				pool[i].cold = s->next;
 				cold_bytes -= bytes;
@@ -256,26 +346,7 @@ static void pool_release_cold(void)
 /* malloc_trim: every hot span's pages back to the OS; the spans go cold. */
 static void pool_drain(void)
 {
-	for (;;) {
-		ha_span *s = NULL;
-		int i = 0;
-		ha_lock(&rec_lock);
-		for (; i < POOL_SIZES && !s; i++)
-			if ((s = pool[i].hot) != NULL) {
-				pool[i].hot = s->next;
-				hot_bytes -= pool[i].bytes;
-			}
-		ha_unlock(&rec_lock);
-		if (!s)
-			return;
-		uint32_t bytes = pool[i - 1].bytes;
-		madvise((void *)s->base, bytes, MADV_DONTNEED);
-		ha_lock(&rec_lock);
-		s->next = pool[i - 1].cold;
-		pool[i - 1].cold = s;
-		cold_bytes += bytes;
-		ha_unlock(&rec_lock);
-	}
+	pool_decay(now_ms(), 1);
 }
 
 /* Take up to want objects from c's spans onto *head; returns how many. */
@@ -338,6 +409,8 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 		list_push(c, s);
 	}
 	ha_unlock(&c->lock);
+	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
+		pool_decay(now_ms(), 0);   /* a program that only allocates now */
 	return got;
 }
 

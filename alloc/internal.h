@@ -111,6 +111,7 @@ typedef struct ha_span {
 	struct ha_span *next, *prev;  /* central partial/empty list */
 	uint16_t on_list;
 	uint16_t kept_empty;     /* counted in its class's kept empty bytes */
+	uint32_t idle_since;     /* ms clock when it entered the free pool */
 } ha_span;
 
 
