@@ -14,9 +14,10 @@
  * for SPAN_HOT_BYTES that always stay; past SPAN_HOT_MAX they go cold at
  * once.  So a program that cycles its memory keeps it, without a page
  * fault per page per cycle, and one that goes quiet gives it back at its
- * next slow path past the delay (there is no thread of ours to do it while
- * the program sleeps: SPAN_HOT_MAX bounds what a sleeping program holds).  Cold spans are kept up to SPAN_COLD_BYTES of
- * address space, and only past that returned to mimalloc.  Cold spans cost no RSS, while
+ * next span refill or release past the delay (no thread of ours runs while
+ * the program sleeps: SPAN_HOT_MAX bounds what a sleeping program holds).
+ * Cold spans are kept up to SPAN_COLD_BYTES of address space, and only
+ * past that returned to mimalloc.  Cold spans cost no RSS, while
  * memory handed back to mimalloc costs some: mi_free writes its free-list
  * link into the block and faults one page of every span back in, and
  * mimalloc keeps a page of several spans while one of them lives.
