@@ -498,7 +498,11 @@ static int open_binary(const char *path, opened *o)
 }
 
 /* Link-time address of the mapping's start, from the PT_LOAD that holds
- * its file offset.  0 ok, -1 no such segment. */
+ * its file offset.  The kernel maps a segment from its p_offset rounded
+ * down to a page, so with lld's layout the page the text segment starts
+ * in also holds the end of the read-only segment before it: look first for
+ * an executable segment starting in that page, then any segment starting
+ * there, then any segment covering the offset.  0 ok, -1 none. */
 static int link_start(Dwfl_Module *mod, const mapping *m, uint64_t *out)
 {
 	GElf_Addr b;
@@ -506,16 +510,20 @@ static int link_start(Dwfl_Module *mod, const mapping *m, uint64_t *out)
 	size_t n;
 	if (!elf || elf_getphdrnum(elf, &n) != 0)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		uint64_t lo = ph.p_offset & ~(uint64_t)0xfff;
-		if (m->offset >= lo && m->offset < ph.p_offset + (ph.p_filesz ? ph.p_filesz : 1)) {
-			*out = ph.p_vaddr - ph.p_offset + m->offset;
-			return 0;
+	for (int pass = 0; pass < 3; pass++)
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			uint64_t lo = ph.p_offset & ~(uint64_t)0xfff;
+			int hit = pass == 0 ? lo == m->offset && (ph.p_flags & PF_X) :
+				  pass == 1 ? lo == m->offset :
+				  m->offset >= lo && m->offset < ph.p_offset + ph.p_filesz;
+			if (hit) {
+				*out = ph.p_vaddr - ph.p_offset + m->offset;
+				return 0;
+			}
 		}
-	}
 	return -1;
 }
 
@@ -573,8 +581,17 @@ static int symbolize_one(profile *pr, Dwfl_Module *mod, location *l, uint64_t a,
 	l->nlines = 0;
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &bias);
-	Dwarf_Die *scopes = NULL;
+	Dwarf_Die *scopes = NULL, inner;
 	int ns = cu ? dwarf_getscopes(cu, a - bias, &scopes) : 0;
+	/* dwarf_getscopes continues past an inlined subroutine with the scopes
+	 * of its abstract definition; the chain of DIEs that physically hold
+	 * the innermost scope runs through the callers instead */
+	if (ns > 0) {
+		inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		ns = dwarf_getscopes_die(&inner, &scopes);
+	}
 	if (ns > 0) {
 		*have_dwarf = 1;
 		const char *file = NULL;
