@@ -22,16 +22,21 @@
  * Never calls the public malloc: everything, zlib's state included, lives
  * in ha_raw_malloc memory.  Holds the table lock only for the snapshot
  * copy; the caller holds ha_prof_dump_lock.  Never uses dl_iterate_phdr
- * (the loader lock): the memory map comes from /proc/self/maps and ELF
- * headers are read only where a readable mapping of the same file lies.
+ * (the loader lock): the memory map comes from /proc/self/maps, and ELF
+ * headers and notes are copied by process_vm_readv, so a library unloaded
+ * meanwhile costs its build ID, never a fault.
  * File protocol as the text writer: FILE.tmp, then rename.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -112,14 +117,14 @@ static int same_path(const pmap *a, const pmap *b)
 	       memcmp(a->path, b->path, a->path_len) == 0;
 }
 
-/* Is [a, a+n) inside a readable mapping of m's file? */
-static int readable(const pmap *maps, size_t nm, const pmap *m, uintptr_t a, size_t n)
+/* Copy n bytes at address a of this process into dst, or fail: a library
+ * unloaded since /proc/self/maps was read must not fault the dump, so the
+ * kernel does the reading (process_vm_readv on ourselves: EFAULT, never
+ * SIGSEGV).  0 ok, -1 not readable or the call is not allowed. */
+static int peek(void *dst, uintptr_t a, size_t n)
 {
-	for (size_t i = 0; i < nm; i++)
-		if (maps[i].perm_r == 'r' && same_path(&maps[i], m) && a >= maps[i].start &&
-		    a + n >= a && a + n <= maps[i].limit)
-			return 1;
-	return 0;
+	struct iovec l = { dst, n }, r = { (void *)a, n };
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
 /* The GNU build ID of m's file, from its loaded ELF header and PT_NOTE
@@ -134,45 +139,46 @@ static void read_build_id(const pmap *maps, size_t nm, pmap *m)
 			head = &maps[i];
 			break;
 		}
-	if (!head || head->limit - head->start < sizeof(Elf64_Ehdr))
+	Elf64_Ehdr eh;
+	if (!head || peek(&eh, head->start, sizeof eh) != 0)
 		return;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)head->start;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_phentsize != sizeof(Elf64_Phdr))
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 64)
 		return;
-	uintptr_t ph_at = head->start + eh->e_phoff;
-	if (!readable(maps, nm, m, ph_at, (size_t)eh->e_phnum * sizeof(Elf64_Phdr)))
+	Elf64_Phdr ph[64];
+	if (peek(ph, head->start + eh.e_phoff, (size_t)eh.e_phnum * sizeof *ph) != 0)
 		return;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)ph_at;
 	uintptr_t first = UINTPTR_MAX;
-	for (int i = 0; i < eh->e_phnum; i++)
+	for (int i = 0; i < eh.e_phnum; i++)
 		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
 			first = ph[i].p_vaddr;
 	if (first == UINTPTR_MAX)
 		return;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t bias = head->start - (first & ~(page - 1));
-	for (int i = 0; i < eh->e_phnum; i++) {
+	for (int i = 0; i < eh.e_phnum; i++) {
+		unsigned char note[1024];
 		if (ph[i].p_type != PT_NOTE)
 			continue;
-		uintptr_t a = bias + ph[i].p_vaddr, end = a + ph[i].p_memsz;
-		if (!readable(maps, nm, m, a, ph[i].p_memsz))
+		size_t len = ph[i].p_memsz < sizeof note ? ph[i].p_memsz : sizeof note;
+		if (peek(note, bias + ph[i].p_vaddr, len) != 0)
 			continue;
-		while (a + sizeof(Elf64_Nhdr) <= end) {
-			const Elf64_Nhdr *nh = (const Elf64_Nhdr *)a;
-			uintptr_t name = a + sizeof *nh;
-			uintptr_t desc = name + ((nh->n_namesz + 3) & ~3u);
-			uintptr_t next = desc + ((nh->n_descsz + 3) & ~3u);
-			if (next > end || next <= a)
+		for (size_t at = 0; at + sizeof(Elf64_Nhdr) <= len;) {
+			Elf64_Nhdr nh;
+			memcpy(&nh, note + at, sizeof nh);
+			size_t name = at + sizeof nh;
+			size_t desc = name + ((nh.n_namesz + 3) & ~3u);
+			size_t next = desc + ((nh.n_descsz + 3) & ~3u);
+			if (next > len || next <= at)
 				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    memcmp((const void *)name, "GNU", 4) == 0 && nh->n_descsz &&
-			    nh->n_descsz <= BUILD_ID_MAX) {
-				memcpy(m->bid, (const void *)desc, nh->n_descsz);
-				m->bid_len = nh->n_descsz;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp(note + name, "GNU", 4) == 0 && nh.n_descsz &&
+			    nh.n_descsz <= BUILD_ID_MAX) {
+				memcpy(m->bid, note + desc, nh.n_descsz);
+				m->bid_len = nh.n_descsz;
 				return;
 			}
-			a = next;
+			at = next;
 		}
 	}
 }

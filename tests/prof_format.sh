@@ -15,6 +15,12 @@ eq "pb site_keep inuse_space" "$(flat inuse_space "$tmp/a/p.0001.pb.gz" site_kee
 eq "pb site_half alloc_objects" "$(flat alloc_objects "$tmp/a/p.0001.pb.gz" site_half)" 300
 "$GO" tool pprof -raw "$tmp/a/p.0001.pb.gz" 2>/dev/null | grep -q '^PeriodType: space bytes$' ||
 	fail "period type is not space/bytes"
+# the program's mapping carries its build ID, read from memory
+bid=$(readelf -n "$W" 2>/dev/null | sed -n 's/^ *Build ID: *//p' | head -1)
+if [ -n "$bid" ]; then
+	"$GO" tool pprof -raw "$tmp/a/p.0001.pb.gz" 2>/dev/null | sed -n '/^Mappings/,$p' |
+		grep -q " $W $bid" || fail "no build ID $bid on $W's mapping"
+fi
 
 echo old >"$tmp/b/p.0009.pb.gz"
 HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_FORMAT=both HEAP_PROFILE_SAMPLE_INTERVAL=64K "$W" truth 2>"$tmp/b.err" ||
