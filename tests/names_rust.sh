@@ -8,10 +8,16 @@
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
 [ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }
 cp -R "$top_srcdir/tests/names_rust" "$tmp/src" && chmod -R u+w "$tmp/src" || exit 99
-CARGO_TARGET_DIR="$top_builddir/tests/names_rust.target" \
+# NAMES_RUST_V0=1 (names_rust_v0.sh): Rust's v0 symbol mangling instead
+target="$top_builddir/tests/names_rust${NAMES_RUST_V0:+_v0}.target"
+RUSTFLAGS="${NAMES_RUST_V0:+-Csymbol-mangling-version=v0}" CARGO_TARGET_DIR="$target" \
 	"$CARGO" build --release --offline -q --manifest-path "$tmp/src/Cargo.toml" 2>"$tmp/cargo.err" ||
 	{ cat "$tmp/cargo.err"; echo "SKIP: cargo cannot build a std-only program here"; exit 77; }
-cp "$top_builddir/tests/names_rust.target/release/names_rust" "$tmp/bin/" || exit 99
+cp "$target/release/names_rust" "$tmp/bin/" || exit 99
+if [ -n "${NAMES_RUST_V0:-}" ]; then
+	nm "$tmp/bin/names_rust" 2>/dev/null | grep -q ' _RNvCs[0-9A-Za-z_]*10names_rust9read_file$' ||
+		{ echo "SKIP: rustc did not mangle with v0"; exit 77; }
+fi
 readelf -lW "$tmp/bin/names_rust" 2>/dev/null | awk '$1 == "LOAD" && / E / { print $2, $3; exit }' |
 	while read -r off va; do printf 'text segment: p_vaddr - p_offset = 0x%x\n' $((va - off)); done
 record "$tmp/bin/names_rust"
