@@ -88,20 +88,80 @@ typedef struct function { uint64_t id, name, system_name, filename, start_line; 
 typedef struct profile {
 	raw_field *other;         /* top-level fields kept as they came */
 	size_t nother, cother;
-	unsigned char *owned;     /* encoded samples etc. of a text input */
 	mapping *maps; size_t nmaps, cmaps;
 	location *locs; size_t nlocs, clocs;
 	function *fns; size_t nfns, cfns;
 	char **strs; size_t *slen; size_t nstrs, cstrs;
 	uint64_t max_fn_id;
+	struct hmap *str_index, *fn_index, *loc_index;
 } profile;
 
-static uint64_t add_string(profile *pr, const char *s, size_t n)
+/* Key -> index, open addressing; a key may be shared by several entries
+ * (a hash), the caller's eq() tells them apart.  Grows at half full. */
+typedef struct hmap { uint64_t *key; size_t *val; size_t cap, n; } hmap;
+typedef int (*hm_eq)(const profile *pr, size_t val, const void *want);
+
+static size_t *hm_find(hmap *h, uint64_t key, hm_eq eq, const profile *pr, const void *want)
 {
-	/* small tables: a linear search keeps the code short */
-	for (size_t i = 0; i < pr->nstrs; i++)
-		if (pr->slen[i] == n && memcmp(pr->strs[i], s, n) == 0)
-			return i;
+	if (2 * (h->n + 1) > h->cap) {
+		hmap g = { NULL, NULL, h->cap ? 2 * h->cap : 1024, 0 };
+		g.key = sym_malloc(g.cap * sizeof *g.key);
+		g.val = sym_malloc(g.cap * sizeof *g.val);
+		memset(g.val, 0, g.cap * sizeof *g.val);
+		for (size_t i = 0; i < h->cap; i++) {
+			if (!h->val[i])
+				continue;
+			size_t j = (size_t)(h->key[i] * 0x9e3779b97f4a7c15ull >> 20) & (g.cap - 1);
+			while (g.val[j])
+				j = (j + 1) & (g.cap - 1);
+			g.key[j] = h->key[i];
+			g.val[j] = h->val[i];
+		}
+		g.n = h->n;
+		free(h->key);
+		free(h->val);
+		*h = g;
+	}
+	size_t j = (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (h->cap - 1);
+	while (h->val[j] && !(h->key[j] == key && eq(pr, h->val[j] - 1, want)))
+		j = (j + 1) & (h->cap - 1);
+	h->key[j] = key;
+	return &h->val[j];        /* 0: not there (set it to index + 1 to add) */
+}
+
+static hmap *hm_new(void)
+{
+	hmap *h = sym_malloc(sizeof *h);
+	memset(h, 0, sizeof *h);
+	return h;
+}
+
+typedef struct str_want { const char *s; size_t n; } str_want;
+
+static int str_eq(const profile *pr, size_t i, const void *w)
+{
+	const str_want *sw = w;
+	return pr->slen[i] == sw->n && memcmp(pr->strs[i], sw->s, sw->n) == 0;
+}
+
+static uint64_t fnv(const void *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
+/* Append s to the string table (dedup: index of an equal string if any;
+ * force: always append, as decoding must keep every index). */
+static uint64_t put_string(profile *pr, const char *s, size_t n, int force)
+{
+	if (!pr->str_index)
+		pr->str_index = hm_new();
+	str_want w = { s, n };
+	size_t *slot = hm_find(pr->str_index, fnv(s, n), str_eq, pr, &w);
+	if (*slot && !force)
+		return *slot - 1;
 	if (pr->nstrs == pr->cstrs) {
 		pr->cstrs = pr->cstrs ? 2 * pr->cstrs : 64;
 		pr->strs = sym_realloc(pr->strs, pr->cstrs * sizeof *pr->strs);
@@ -111,7 +171,16 @@ static uint64_t add_string(profile *pr, const char *s, size_t n)
 	memcpy(pr->strs[pr->nstrs], s, n);
 	pr->strs[pr->nstrs][n] = 0;
 	pr->slen[pr->nstrs] = n;
+	if (!*slot) {
+		*slot = pr->nstrs + 1;
+		pr->str_index->n++;
+	}
 	return pr->nstrs++;
+}
+
+static uint64_t add_string(profile *pr, const char *s, size_t n)
+{
+	return put_string(pr, s, n, 0);
 }
 
 static const char *str_of(const profile *pr, uint64_t i)
@@ -260,16 +329,7 @@ static int decode_profile(profile *pr, const unsigned char *p, size_t n)
 		case PB_PROFILE_STRING:
 			if (f.wire != 2)
 				return -1;
-			/* keep duplicates: indices must not move */
-			if (pr->nstrs == pr->cstrs) {
-				pr->cstrs = pr->cstrs ? 2 * pr->cstrs : 64;
-				pr->strs = sym_realloc(pr->strs, pr->cstrs * sizeof *pr->strs);
-				pr->slen = sym_realloc(pr->slen, pr->cstrs * sizeof *pr->slen);
-			}
-			pr->strs[pr->nstrs] = sym_malloc(f.n + 1);
-			memcpy(pr->strs[pr->nstrs], f.p, f.n);
-			pr->strs[pr->nstrs][f.n] = 0;
-			pr->slen[pr->nstrs++] = f.n;
+			put_string(pr, (const char *)f.p, f.n, 1);   /* indices must not move */
 			break;
 		default:
 			GROW(pr->other, pr->nother, pr->cother);
@@ -309,11 +369,18 @@ static void unsample(uint64_t c, uint64_t b, uint64_t r, uint64_t *oc, uint64_t 
 	*ob = (uint64_t)((double)b * scale);
 }
 
+static int loc_eq(const profile *pr, size_t i, const void *w)
+{
+	return pr->locs[i].address == *(const uint64_t *)w;
+}
+
 static uint64_t loc_for(profile *pr, uint64_t addr)
 {
-	for (size_t i = pr->nlocs; i-- > 0;)
-		if (pr->locs[i].address == addr)
-			return pr->locs[i].id;
+	if (!pr->loc_index)
+		pr->loc_index = hm_new();
+	size_t *slot = hm_find(pr->loc_index, addr, loc_eq, pr, &addr);
+	if (*slot)
+		return pr->locs[*slot - 1].id;
 	GROW(pr->locs, pr->nlocs, pr->clocs);
 	location *l = &pr->locs[pr->nlocs++];
 	memset(l, 0, sizeof *l);
@@ -322,12 +389,13 @@ static uint64_t loc_for(profile *pr, uint64_t addr)
 	for (size_t i = 0; i < pr->nmaps; i++)
 		if (addr >= pr->maps[i].start && addr < pr->maps[i].limit)
 			l->mapping_id = pr->maps[i].id;
+	*slot = pr->nlocs;
+	pr->loc_index->n++;
 	return l->id;
 }
 
-static void add_raw(profile *pr, ubuf *own, unsigned field, const pb_buf *m)
+static void add_raw(profile *pr, unsigned field, const pb_buf *m)
 {
-	(void)own;
 	GROW(pr->other, pr->nother, pr->cother);
 	unsigned char *copy = sym_malloc(m->len);
 	memcpy(copy, m->p, m->len);
@@ -378,7 +446,7 @@ static int decode_text(profile *pr, char *text, size_t n, const char *name)
 		m.len = 0;
 		pb_int(&m, PB_VALUETYPE_TYPE, add_string(pr, st[2 * i], strlen(st[2 * i])));
 		pb_int(&m, PB_VALUETYPE_UNIT, add_string(pr, st[2 * i + 1], strlen(st[2 * i + 1])));
-		add_raw(pr, NULL, PB_PROFILE_SAMPLE_TYPE, &m);
+		add_raw(pr, PB_PROFILE_SAMPLE_TYPE, &m);
 	}
 	uint64_t bytes_key = add_string(pr, "bytes", 5);
 	int lines = 0;
@@ -415,13 +483,13 @@ static int decode_text(profile *pr, char *text, size_t n, const char *name)
 			pb_int(&l, PB_LABEL_NUM, ab / ao);
 			pb_bytes(&s, PB_SAMPLE_LABEL, lb, l.len);
 		}
-		add_raw(pr, NULL, PB_PROFILE_SAMPLE, &s);
+		add_raw(pr, PB_PROFILE_SAMPLE, &s);
 		lines++;
 	}
 	m.len = 0;
 	pb_int(&m, PB_VALUETYPE_TYPE, add_string(pr, "space", 5));
 	pb_int(&m, PB_VALUETYPE_UNIT, bytes_key);
-	add_raw(pr, NULL, PB_PROFILE_PERIOD_TYPE, &m);
+	add_raw(pr, PB_PROFILE_PERIOD_TYPE, &m);
 	unsigned char pv[32];
 	pb_buf per = { pv, 0, sizeof pv, 0 };
 	pb_int(&per, PB_PROFILE_PERIOD, r);
@@ -527,6 +595,13 @@ static int link_start(Dwfl_Module *mod, const mapping *m, uint64_t *out)
 	return -1;
 }
 
+static int fn_eq(const profile *pr, size_t i, const void *w)
+{
+	const uint64_t *k = w;
+	const function *f = &pr->fns[i];
+	return f->name == k[0] && f->system_name == k[1] && f->filename == k[2];
+}
+
 static uint64_t fn_for(profile *pr, const char *mangled, const char *file, uint64_t decl)
 {
 	char *dem = demangle(mangled);
@@ -534,11 +609,25 @@ static uint64_t fn_for(profile *pr, const char *mangled, const char *file, uint6
 	uint64_t sys = add_string(pr, mangled, strlen(mangled));
 	uint64_t fname = file ? add_string(pr, file, strlen(file)) : 0;
 	free(dem);
-	for (size_t i = 0; i < pr->nfns; i++)
-		if (pr->fns[i].name == name && pr->fns[i].system_name == sys &&
-		    pr->fns[i].filename == fname)
-			return pr->fns[i].id;
+	if (!pr->fn_index) {      /* index the functions the input brought */
+		pr->fn_index = hm_new();
+		for (size_t i = 0; i < pr->nfns; i++) {
+			const function *g = &pr->fns[i];
+			uint64_t k[3] = { g->name, g->system_name, g->filename };
+			size_t *slot = hm_find(pr->fn_index, fnv(k, sizeof k), fn_eq, pr, k);
+			if (!*slot) {
+				*slot = i + 1;
+				pr->fn_index->n++;
+			}
+		}
+	}
+	uint64_t k[3] = { name, sys, fname };
+	size_t *slot = hm_find(pr->fn_index, fnv(k, sizeof k), fn_eq, pr, k);
+	if (*slot)
+		return pr->fns[*slot - 1].id;
 	GROW(pr->fns, pr->nfns, pr->cfns);
+	*slot = pr->nfns + 1;
+	pr->fn_index->n++;
 	function *f = &pr->fns[pr->nfns++];
 	f->id = ++pr->max_fn_id;
 	f->name = name;
