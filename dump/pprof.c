@@ -204,26 +204,67 @@ static void read_maps(ha_out *o)
 	close(fd);
 }
 
-/* Address -> location id, open addressing over a power-of-two table. */
+/* Address -> location id, open addressing over a power-of-two table that
+ * doubles at half full (distinct return addresses are far fewer than the
+ * frames of all stacks).  by_id[id - 1] = address, in id order. */
 typedef struct loc_table {
-	uintptr_t *addr;          /* 0 = empty slot */
-	uint32_t *id;
-	uintptr_t *by_id;         /* by_id[id - 1] = address */
+	uintptr_t *addr;          /* slot -> address; 0 = empty */
+	uint32_t *id;             /* slot -> id */
+	uintptr_t *by_id;
 	size_t mask, n;
+	int err;                  /* ENOMEM once growing failed */
 } loc_table;
 
-static uint32_t loc_id(loc_table *t, uintptr_t a)
+static size_t loc_slot(const loc_table *t, uintptr_t a)
 {
 	size_t i = (size_t)((a * 0x9e3779b97f4a7c15ull) >> 17) & t->mask;
-	for (;; i = (i + 1) & t->mask) {
-		if (t->addr[i] == a)
-			return t->id[i];
-		if (!t->addr[i]) {
-			t->addr[i] = a;
-			t->by_id[t->n] = a;
-			return t->id[i] = (uint32_t)++t->n;
-		}
+	while (t->addr[i] && t->addr[i] != a)
+		i = (i + 1) & t->mask;
+	return i;
+}
+
+static int loc_grow(loc_table *t)
+{
+	size_t cap = t->addr ? 2 * (t->mask + 1) : 4096;
+	loc_table g = { ha_raw_malloc(cap * sizeof *g.addr), ha_raw_malloc(cap * sizeof *g.id),
+			ha_raw_malloc(cap / 2 * sizeof *g.by_id), cap - 1, t->n, 0 };
+	if (!g.addr || !g.id || !g.by_id) {
+		if (g.addr)
+			ha_raw_free(g.addr);
+		if (g.id)
+			ha_raw_free(g.id);
+		if (g.by_id)
+			ha_raw_free(g.by_id);
+		return t->err = ENOMEM;
 	}
+	memset(g.addr, 0, cap * sizeof *g.addr);
+	for (size_t k = 0; k < t->n; k++) {
+		size_t i = loc_slot(&g, t->by_id[k]);
+		g.addr[i] = t->by_id[k];
+		g.id[i] = (uint32_t)(k + 1);
+		g.by_id[k] = t->by_id[k];
+	}
+	if (t->addr) {
+		ha_raw_free(t->addr);
+		ha_raw_free(t->id);
+		ha_raw_free(t->by_id);
+	}
+	*t = g;
+	return 0;
+}
+
+/* The id of address a (a new one if unseen); 0 when out of memory. */
+static uint32_t loc_id(loc_table *t, uintptr_t a)
+{
+	if ((!t->addr || 2 * (t->n + 1) > t->mask + 1) && loc_grow(t))
+		return 0;
+	size_t i = loc_slot(t, a);
+	if (!t->addr[i]) {
+		t->addr[i] = a;
+		t->by_id[t->n] = a;
+		t->id[i] = (uint32_t)++t->n;
+	}
+	return t->id[i];
 }
 
 /* Go's scaleHeapSample: unsample one count/bytes pair. */
@@ -274,7 +315,7 @@ static void encode(ha_out *o, int64_t r)
 	ha_out mo = { NULL, 0, 0, -1, 0 };
 	pmap *maps = NULL;
 	size_t nm = 0;
-	loc_table lt = { NULL, NULL, NULL, 0, 0 };
+	loc_table lt = { NULL, NULL, NULL, 0, 0, 0 };
 	size_t n = 0;
 	ha_table_lock();
 	ha_line *lines = ha_table_snapshot(&n);
@@ -313,21 +354,6 @@ static void encode(ha_out *o, int64_t r)
 		}
 	}
 
-	/* the locations */
-	size_t frames = 0;
-	for (size_t i = 0; i < n; i++)
-		frames += lines[i].b->depth;
-	size_t cap = 64;
-	while (cap < 2 * frames)
-		cap <<= 1;
-	lt.mask = cap - 1;
-	lt.addr = ha_raw_malloc(cap * sizeof *lt.addr);
-	lt.id = ha_raw_malloc(cap * sizeof *lt.id);
-	lt.by_id = ha_raw_malloc((frames + 1) * sizeof *lt.by_id);
-	if (!lt.addr || !lt.id || !lt.by_id)
-		goto nomem;
-	memset(lt.addr, 0, cap * sizeof *lt.addr);
-
 	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_ALLOC_OBJECTS, S_COUNT);
 	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_ALLOC_SPACE, S_BYTES);
 	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_INUSE_OBJECTS, S_COUNT);
@@ -341,6 +367,8 @@ static void encode(ha_out *o, int64_t r)
 		uint32_t depth = l->b->depth < HA_PROF_DEPTH ? l->b->depth : HA_PROF_DEPTH;
 		for (uint32_t d = 0; d < depth; d++)
 			ids[d] = loc_id(&lt, l->b->pcs[d] - 1);
+		if (lt.err)
+			goto nomem;
 		unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
 		unsample(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes, r,
 			 &v[2], &v[3]);
