@@ -449,12 +449,14 @@ static int decode_text(profile *pr, char *text, size_t n, const char *name)
 		add_raw(pr, PB_PROFILE_SAMPLE_TYPE, &m);
 	}
 	uint64_t bytes_key = add_string(pr, "bytes", 5);
-	int lines = 0;
+	int lines = 0, skipped = 0;
+	char first_bad[64] = "";
 	while ((ln = strtok_r(NULL, "\n", &save))) {
 		unsigned long long io, ib, ao, ab;
 		int pos = 0;
 		if (sscanf(ln, " %llu: %llu [ %llu: %llu] @%n", &io, &ib, &ao, &ab, &pos) < 4 || !pos) {
-			fprintf(stderr, "%s: %s: line not understood, skipped: %.60s\n", prog, name, ln);
+			if (!skipped++)
+				snprintf(first_bad, sizeof first_bad, "%.60s", ln);
 			continue;
 		}
 		uint64_t ids[256], vals[4];
@@ -500,6 +502,9 @@ static int decode_text(profile *pr, char *text, size_t n, const char *name)
 	memcpy(copy, pv, per.len);
 	raw_field f = { 0, copy, per.len, 0, -1 };
 	pr->other[pr->nother++] = f;
+	if (skipped)
+		fprintf(stderr, "%s: %s: %d line(s) not understood, skipped (the first: %s)\n",
+			prog, name, skipped, first_bad);
 	return lines || pr->nmaps ? 0 : -1;
 }
 
