@@ -182,11 +182,11 @@ int ha_options_parse_signal(const char *s, int64_t *out)
 /* text | pprof | both -> HA_FORMAT_* bits. */
 int ha_options_parse_format(const char *s, int64_t *out)
 {
-	if (strcmp(s, "text") == 0)
+	if (strcasecmp(s, "text") == 0)
 		*out = HA_FORMAT_TEXT;
-	else if (strcmp(s, "pprof") == 0)
+	else if (strcasecmp(s, "pprof") == 0)
 		*out = HA_FORMAT_PPROF;
-	else if (strcmp(s, "both") == 0)
+	else if (strcasecmp(s, "both") == 0)
 		*out = HA_FORMAT_TEXT | HA_FORMAT_PPROF;
 	else
 		return EINVAL;
