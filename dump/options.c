@@ -22,7 +22,7 @@ extern char **environ;
 ha_prof_options ha_prof_opt;
 int ha_prof_opt_loaded;
 
-typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_BOOL, OPT_SIGNAL } opt_type;
+typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_BOOL, OPT_SIGNAL, OPT_FORMAT } opt_type;
 
 typedef struct opt_row {
 	const char *name;
@@ -62,6 +62,8 @@ static const opt_row rows[] = {
 	  "at start, remove earlier PREFIX.NNNN.heap files of this naming" },
 	{ "HEAP_PROFILE_EXACT_TOTALS", OPT_BOOL, 1, &ha_prof_opt.exact_totals, NULL, NULL,
 	  "exact dump totals (sizes kept per block); false: estimated from samples, cheaper" },
+	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
+	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)
@@ -177,6 +179,20 @@ int ha_options_parse_signal(const char *s, int64_t *out)
 	return 0;
 }
 
+/* text | pprof | both -> HA_FORMAT_* bits. */
+int ha_options_parse_format(const char *s, int64_t *out)
+{
+	if (strcasecmp(s, "text") == 0)
+		*out = HA_FORMAT_TEXT;
+	else if (strcasecmp(s, "pprof") == 0)
+		*out = HA_FORMAT_PPROF;
+	else if (strcasecmp(s, "both") == 0)
+		*out = HA_FORMAT_TEXT | HA_FORMAT_PPROF;
+	else
+		return EINVAL;
+	return 0;
+}
+
 static const char *type_name(opt_type t)
 {
 	switch (t) {
@@ -184,6 +200,7 @@ static const char *type_name(opt_type t)
 	case OPT_SECONDS: return "a number of seconds";
 	case OPT_BOOL: return "a boolean";
 	case OPT_SIGNAL: return "a signal";
+	case OPT_FORMAT: return "text, pprof or both";
 	default: return "a string";
 	}
 }
@@ -213,6 +230,7 @@ void ha_options_load_from(char *const *env)
 		switch (r->type) {
 		case OPT_BOOL: err = ha_options_parse_bool(v, &x); break;
 		case OPT_SIGNAL: err = ha_options_parse_signal(v, &x); break;
+		case OPT_FORMAT: err = ha_options_parse_format(v, &x); break;
 		case OPT_SECONDS:
 			err = ha_options_parse_size(v, &x);
 			if (!err && strpbrk(v, "kKmMgGtTiBb"))
@@ -230,8 +248,12 @@ void ha_options_load_from(char *const *env)
 			for (char *c = shown; *c; c++)
 				if (*c == '\n' || *c == '\r')
 					*c = '?';
-			ha_log("heapalloc: %s=\"%s\" is not %s; using %lld\n", r->name,
-			       shown, type_name(r->type), (long long)r->def);
+			if (r->type == OPT_FORMAT)
+				ha_log("heapalloc: %s=\"%s\" is not %s; using text\n", r->name,
+				       shown, type_name(r->type));
+			else
+				ha_log("heapalloc: %s=\"%s\" is not %s; using %lld\n", r->name,
+				       shown, type_name(r->type), (long long)r->def);
 			continue;
 		}
 		*r->var = x;

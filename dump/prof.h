@@ -8,6 +8,7 @@
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
+ *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -117,7 +118,10 @@ typedef struct ha_prof_options {
 	int64_t use_pid_set;      /* HEAPPROFILE_USE_PID present in environ */
 	int64_t cleanup;          /* HEAP_PROFILE_CLEANUP */
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
+	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
 } ha_prof_options;
+#define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
+#define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
 extern ha_prof_options ha_prof_opt;
 extern int ha_prof_opt_loaded;   /* ha_options_load has run */
 /* Parse environ into ha_prof_opt; junk values get one line and the default. */
@@ -128,6 +132,7 @@ void ha_options_load_from(char *const *env);
 int ha_options_parse_size(const char *s, int64_t *out);
 int ha_options_parse_bool(const char *s, int64_t *out);
 int ha_options_parse_signal(const char *s, int64_t *out);
+int ha_options_parse_format(const char *s, int64_t *out);
 /* Value of NAME in environ, or NULL (never getenv). */
 const char *ha_options_env(const char *name);
 
@@ -244,6 +249,11 @@ void ha_writer_maps_copy(ha_out *o, int fd);
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */
 int ha_writer_file(const char *path, int64_t r);
+
+/* ---- pprof.c ------------------------------------------------------------- */
+/* Write the profile as gzipped profile.proto to path via path.tmp + rename.
+ * 0 or errno. */
+int ha_pprof_file(const char *path, int64_t r);
 
 /* ---- profiler.c ------------------------------------------------------------ */
 extern pthread_mutex_t ha_prof_dump_lock;

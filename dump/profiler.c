@@ -393,12 +393,26 @@ static int dump_locked(const char *reason)
 	}
 	char path[PREFIX_MAX + 64];
 	file_name(path, sizeof path, ++P.ndumps);
-	ha_log("Dumping heap profile to %s (%s)\n", path, reason);
-	int err = ha_writer_file(path, P.r);
-	if (err)
-		ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", path,
-		       errno_name(err), err);
-	else
+	/* HEAP_PROFILE_FORMAT: PREFIX.NNNN.heap and/or PREFIX.NNNN.pb.gz */
+	int fmt = (int)ha_prof_opt.format & (HA_FORMAT_TEXT | HA_FORMAT_PPROF), err = 0;
+	if (!fmt)
+		fmt = HA_FORMAT_TEXT;
+	char pb[PREFIX_MAX + 64];
+	size_t pl = strlen(path);
+	memcpy(pb, path, pl - 5);
+	memcpy(pb + pl - 5, ".pb.gz", 7);
+	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
+		if (!(fmt & k))
+			continue;
+		const char *f = k == HA_FORMAT_TEXT ? path : pb;
+		ha_log("Dumping heap profile to %s (%s)\n", f, reason);
+		int e = k == HA_FORMAT_TEXT ? ha_writer_file(f, P.r) : ha_pprof_file(f, P.r);
+		if (e)
+			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
+			       errno_name(e), e);
+		err = err ? err : e;
+	}
+	if (!err)
 		P.written++;
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
@@ -465,7 +479,7 @@ int ha_prof_running(void)
 /* ------------------------------------------------------------------ */
 /* start / stop                                                        */
 
-/* Remove PREFIX.NNNN.heap (or PREFIX_PID.NNNN.heap when this process uses
+/* Remove PREFIX.NNNN.heap and .pb.gz (or PREFIX_PID.NNNN.* when this process uses
  * the pid form) left by an earlier run.  getdents64: no opendir malloc. */
 static void cleanup_old(void)
 {
@@ -506,7 +520,7 @@ static void cleanup_old(void)
 			int digits = 0;
 			while (*s >= '0' && *s <= '9')
 				s++, digits++;
-			if (digits >= 4 && strcmp(s, ".heap") == 0)
+			if (digits >= 4 && (strcmp(s, ".heap") == 0 || strcmp(s, ".pb.gz") == 0))
 				unlinkat(dfd, d->name, 0);
 		}
 	}

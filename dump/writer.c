@@ -1,7 +1,7 @@
 /* dump/writer.c — the profile in gperftools' text format (spec §1–3).
  *
  *   heap profile: IO: IB [AO: AB] @ heapprofile | heap_v2/R
- *   io: ib [ao: ab] @ 0xpc 0xpc ...          one line per bucket
+ *   io: ib [ao: ab] @ 0xpc-1 0xpc ...        one line per bucket, leaf first
  *   <blank>
  *   MAPPED_LIBRARIES:
  *   /proc/self/maps, 4th permission character normalised to 'p'
@@ -204,9 +204,14 @@ void ha_writer_profile(ha_out *o, int64_t r)
 			continue;
 		out_counts(o, l->alloc_count - l->free_count,
 			   l->alloc_bytes - l->free_bytes, l->alloc_count, l->alloc_bytes);
+		/* The leaf is written minus 1, inside the call to malloc: perl
+		 * pprof steps back every address but the first, so a raw leaf
+		 * would be charged to whatever follows the call (with inlining,
+		 * the next inlined function).  Go pprof subtracts 1 from every
+		 * address; leaf - 2 still lies inside the call instruction. */
 		for (uint32_t d = 0; d < l->b->depth; d++) {
 			ha_out_str(o, " ");
-			ha_out_hex(o, l->b->pcs[d]);
+			ha_out_hex(o, l->b->pcs[d] - (d == 0));
 		}
 		ha_out_str(o, "\n");
 	}

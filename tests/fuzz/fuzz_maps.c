@@ -136,8 +136,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     (unsigned long long)(lines[i].alloc_bytes - lines[i].free_bytes),
 		     (unsigned long long)lines[i].alloc_count,
 		     (unsigned long long)lines[i].alloc_bytes);
-		for (unsigned d = 0; d < bk[i]->depth; d++)
-			appf(&want, &wn, " 0x%llx", (unsigned long long)bk[i]->pcs[d]);
+		for (unsigned d = 0; d < bk[i]->depth; d++)   /* the leaf minus 1 */
+			appf(&want, &wn, " 0x%llx", (unsigned long long)(bk[i]->pcs[d] - (d == 0)));
 		appf(&want, &wn, "\n");
 	}
 	appf(&want, &wn, "\nMAPPED_LIBRARIES:\n");

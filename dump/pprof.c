@@ -1,0 +1,562 @@
+/* dump/pprof.c — the profile as pprof protobuf (profile.proto), gzipped.
+ *
+ * What Go's runtime writes for a heap profile, so every pprof reads it
+ * without guessing:
+ *   sample types  alloc_objects/count alloc_space/bytes inuse_objects/count
+ *                 inuse_space/bytes, default inuse_space
+ *   period        space/bytes = the sampling interval R
+ *   samples       one per bucket, values already unsampled (Go's
+ *                 scaleHeapSample: each count/bytes pair times
+ *                 1 / (1 - e^(-avg/R)), avg = bytes / count of that pair;
+ *                 exact when R = 1), numeric label `bytes` = object size
+ *   mappings      every executable mapping of /proc/self/maps with its true
+ *                 start, limit, file offset, path and GNU build ID (read
+ *                 from the loaded image's PT_NOTE in memory)
+ *   locations     one per distinct return address, stepped back by one so
+ *                 it lies inside the call instruction
+ * The allocating thread's name is not a label: buckets are shared by all
+ * threads, and keeping a name per sample would cost a lookup on every
+ * sample.  No names are resolved here (never symbolise in-process:
+ * heapalloc-symbolize does it offline).
+ *
+ * Never calls the public malloc: everything, zlib's state included, lives
+ * in ha_raw_malloc memory.  Holds the table lock only for the snapshot
+ * copy; the caller holds ha_prof_dump_lock.  Never uses dl_iterate_phdr
+ * (the loader lock): the memory map comes from /proc/self/maps, and ELF
+ * headers and notes are copied by process_vm_readv, so a library unloaded
+ * meanwhile costs its build ID, never a fault.
+ * File protocol as the text writer: FILE.tmp, then rename.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "dump/prof.h"
+#include "dump/pb.h"
+
+#define BUILD_ID_MAX 64
+
+typedef struct pmap {
+	uintptr_t start, limit, offset;
+	const char *path;         /* into the maps text, not terminated */
+	size_t path_len;
+	char perm_r, perm_x;
+	uint64_t id;              /* mapping id, 0 when not executable */
+	uint64_t path_str, bid_str;   /* string table indices, 0 none */
+	unsigned char bid[BUILD_ID_MAX];
+	size_t bid_len;
+} pmap;
+
+/* Fixed strings, index = position (index 0 must be ""). */
+static const char *const fixed_str[] = {
+	"", "alloc_objects", "count", "alloc_space", "bytes", "inuse_objects",
+	"inuse_space", "space",
+};
+enum { S_ALLOC_OBJECTS = 1, S_COUNT, S_ALLOC_SPACE, S_BYTES, S_INUSE_OBJECTS,
+       S_INUSE_SPACE, S_SPACE, S_FIXED };
+
+static uint64_t parse_hex(const char **s, const char *end)
+{
+	uint64_t v = 0;
+	const char *p = *s;
+	for (; p < end; p++) {
+		char c = *p;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	*s = p;
+	return v;
+}
+
+static const char *skip_field(const char *p, const char *end)
+{
+	while (p < end && *p != ' ')
+		p++;
+	while (p < end && *p == ' ')
+		p++;
+	return p;
+}
+
+/* Parse one /proc/self/maps line: start-end perms offset dev inode path. */
+static int parse_line(const char *p, const char *end, pmap *m)
+{
+	memset(m, 0, sizeof *m);
+	m->start = parse_hex(&p, end);
+	if (p >= end || *p != '-')
+		return -1;
+	p++;
+	m->limit = parse_hex(&p, end);
+	if (p + 5 > end || *p != ' ')
+		return -1;
+	m->perm_r = p[1];
+	m->perm_x = p[3];
+	p = skip_field(p + 1, end);
+	m->offset = parse_hex(&p, end);
+	p = skip_field(p, end);      /* to dev */
+	p = skip_field(p, end);      /* to inode */
+	p = skip_field(p, end);      /* to path */
+	m->path = p;
+	m->path_len = (size_t)(end - p);
+	return 0;
+}
+
+static int same_path(const pmap *a, const pmap *b)
+{
+	return a->path_len && a->path_len == b->path_len &&
+	       memcmp(a->path, b->path, a->path_len) == 0;
+}
+
+/* Copy n bytes at address a of this process into dst, or fail: a library
+ * unloaded since /proc/self/maps was read must not fault the dump, so the
+ * kernel does the reading (process_vm_readv on ourselves: EFAULT, never
+ * SIGSEGV).  0 ok, -1 not readable or the call is not allowed. */
+static int peek(void *dst, uintptr_t a, size_t n)
+{
+	struct iovec l = { dst, n }, r = { (void *)a, n };
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* The GNU build ID of m's file, from its loaded ELF header and PT_NOTE
+ * segments in memory.  The file's first mapping (offset 0) holds the ELF
+ * header; its load bias is that mapping's start minus the page of the
+ * first PT_LOAD's p_vaddr. */
+static void read_build_id(const pmap *maps, size_t nm, pmap *m)
+{
+	const pmap *head = NULL;
+	for (size_t i = 0; i < nm; i++)
+		if (maps[i].offset == 0 && maps[i].perm_r == 'r' && same_path(&maps[i], m)) {
+			head = &maps[i];
+			break;
+		}
+	Elf64_Ehdr eh;
+	if (!head || peek(&eh, head->start, sizeof eh) != 0)
+		return;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 64)
+		return;
+	Elf64_Phdr ph[64];
+	if (peek(ph, head->start + eh.e_phoff, (size_t)eh.e_phnum * sizeof *ph) != 0)
+		return;
+	uintptr_t first = UINTPTR_MAX;
+	for (int i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < first)
+			first = ph[i].p_vaddr;
+	if (first == UINTPTR_MAX)
+		return;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t bias = head->start - (first & ~(page - 1));
+	for (int i = 0; i < eh.e_phnum; i++) {
+		unsigned char note[1024];
+		if (ph[i].p_type != PT_NOTE)
+			continue;
+		size_t len = ph[i].p_memsz < sizeof note ? ph[i].p_memsz : sizeof note;
+		if (peek(note, bias + ph[i].p_vaddr, len) != 0)
+			continue;
+		for (size_t at = 0; at + sizeof(Elf64_Nhdr) <= len;) {
+			Elf64_Nhdr nh;
+			memcpy(&nh, note + at, sizeof nh);
+			size_t name = at + sizeof nh;
+			size_t desc = name + ((nh.n_namesz + 3) & ~3u);
+			size_t next = desc + ((nh.n_descsz + 3) & ~3u);
+			if (next > len || next <= at)
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp(note + name, "GNU", 4) == 0 && nh.n_descsz &&
+			    nh.n_descsz <= BUILD_ID_MAX) {
+				memcpy(m->bid, note + desc, nh.n_descsz);
+				m->bid_len = nh.n_descsz;
+				return;
+			}
+			at = next;
+		}
+	}
+}
+
+/* /proc/self/maps into raw memory (o->buf, o->len). */
+static void read_maps(ha_out *o)
+{
+	int fd;
+	do
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		ha_out_bytes(o, buf, (size_t)n);
+	}
+	close(fd);
+}
+
+/* Address -> location id, open addressing over a power-of-two table that
+ * doubles at half full (distinct return addresses are far fewer than the
+ * frames of all stacks).  by_id[id - 1] = address, in id order. */
+typedef struct loc_table {
+	uintptr_t *addr;          /* slot -> address; 0 = empty */
+	uint32_t *id;             /* slot -> id */
+	uintptr_t *by_id;
+	size_t mask, n;
+	int err;                  /* ENOMEM once growing failed */
+} loc_table;
+
+static size_t loc_slot(const loc_table *t, uintptr_t a)
+{
+	size_t i = (size_t)((a * 0x9e3779b97f4a7c15ull) >> 17) & t->mask;
+	while (t->addr[i] && t->addr[i] != a)
+		i = (i + 1) & t->mask;
+	return i;
+}
+
+static int loc_grow(loc_table *t)
+{
+	size_t cap = t->addr ? 2 * (t->mask + 1) : 4096;
+	loc_table g = { ha_raw_malloc(cap * sizeof *g.addr), ha_raw_malloc(cap * sizeof *g.id),
+			ha_raw_malloc(cap / 2 * sizeof *g.by_id), cap - 1, t->n, 0 };
+	if (!g.addr || !g.id || !g.by_id) {
+		if (g.addr)
+			ha_raw_free(g.addr);
+		if (g.id)
+			ha_raw_free(g.id);
+		if (g.by_id)
+			ha_raw_free(g.by_id);
+		return t->err = ENOMEM;
+	}
+	memset(g.addr, 0, cap * sizeof *g.addr);
+	for (size_t k = 0; k < t->n; k++) {
+		size_t i = loc_slot(&g, t->by_id[k]);
+		g.addr[i] = t->by_id[k];
+		g.id[i] = (uint32_t)(k + 1);
+		g.by_id[k] = t->by_id[k];
+	}
+	if (t->addr) {
+		ha_raw_free(t->addr);
+		ha_raw_free(t->id);
+		ha_raw_free(t->by_id);
+	}
+	*t = g;
+	return 0;
+}
+
+/* The id of address a (a new one if unseen); 0 when out of memory. */
+static uint32_t loc_id(loc_table *t, uintptr_t a)
+{
+	if ((!t->addr || 2 * (t->n + 1) > t->mask + 1) && loc_grow(t))
+		return 0;
+	size_t i = loc_slot(t, a);
+	if (!t->addr[i]) {
+		t->addr[i] = a;
+		t->by_id[t->n] = a;
+		t->id[i] = (uint32_t)++t->n;
+	}
+	return t->id[i];
+}
+
+/* Go's scaleHeapSample: unsample one count/bytes pair. */
+static void unsample(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)
+{
+	if (!c || !b || r <= 1) {
+		*oc = c;
+		*ob = b;
+		return;
+	}
+	double avg = (double)b / (double)c;
+	double scale = 1.0 / (1.0 - ha_exp_neg(-avg / (double)r));
+	*oc = (uint64_t)((double)c * scale);
+	*ob = (uint64_t)((double)b * scale);
+}
+
+/* Flush the part of a message buffer that is complete into o. */
+static void emit(ha_out *o, unsigned field, const pb_buf *m)
+{
+	unsigned char hdr[16];
+	pb_buf h = { hdr, 0, sizeof hdr, 0 };
+	if (m->over)
+		return;
+	pb_key(&h, field, 2);
+	pb_varint(&h, m->len);
+	ha_out_bytes(o, (const char *)hdr, h.len);
+	ha_out_bytes(o, (const char *)m->p, m->len);
+}
+
+static void emit_string(ha_out *o, const void *s, size_t n)
+{
+	pb_buf m = { (unsigned char *)(uintptr_t)s, n, n, 0 };
+	emit(o, PB_PROFILE_STRING, &m);
+}
+
+static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
+{
+	unsigned char t[32];
+	pb_buf m = { t, 0, sizeof t, 0 };
+	pb_int(&m, PB_VALUETYPE_TYPE, type);
+	pb_int(&m, PB_VALUETYPE_UNIT, unit);
+	emit(o, field, &m);
+}
+
+/* Encode the whole profile into o (memory).  o->err on failure. */
+static void encode(ha_out *o, int64_t r)
+{
+	ha_out mo = { NULL, 0, 0, -1, 0 };
+	pmap *maps = NULL;
+	size_t nm = 0;
+	loc_table lt = { NULL, NULL, NULL, 0, 0, 0 };
+	size_t n = 0;
+	ha_table_lock();
+	ha_line *lines = ha_table_snapshot(&n);
+	ha_table_unlock();
+	if (!lines && n) {
+		o->err = ENOMEM;
+		return;
+	}
+
+	/* the memory map */
+	read_maps(&mo);
+	size_t nlines = 0;
+	for (size_t i = 0; i < mo.len; i++)
+		nlines += mo.buf[i] == '\n';
+	if (nlines && !(maps = ha_raw_malloc(nlines * sizeof *maps)))
+		goto nomem;
+	for (size_t i = 0, s = 0; i < mo.len; i++) {
+		if (mo.buf[i] != '\n')
+			continue;
+		if (parse_line(mo.buf + s, mo.buf + i, &maps[nm]) == 0)
+			nm++;
+		s = i + 1;
+	}
+	uint64_t nstr = S_FIXED, nid = 0;
+	for (size_t i = 0; i < nm; i++) {
+		pmap *m = &maps[i];
+		if (m->perm_x != 'x')
+			continue;
+		m->id = ++nid;
+		if (m->path_len)
+			m->path_str = nstr++;
+		if (m->path_len && m->path[0] == '/') {
+			read_build_id(maps, nm, m);
+			if (m->bid_len)
+				m->bid_str = nstr++;
+		}
+	}
+
+	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_ALLOC_OBJECTS, S_COUNT);
+	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_ALLOC_SPACE, S_BYTES);
+	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_INUSE_OBJECTS, S_COUNT);
+	value_type(o, PB_PROFILE_SAMPLE_TYPE, S_INUSE_SPACE, S_BYTES);
+
+	for (size_t i = 0; i < n; i++) {
+		const ha_line *l = &lines[i];
+		if (!l->alloc_count || !l->b->depth)
+			continue;
+		uint64_t ids[HA_PROF_DEPTH], v[4];
+		uint32_t depth = l->b->depth < HA_PROF_DEPTH ? l->b->depth : HA_PROF_DEPTH;
+		for (uint32_t d = 0; d < depth; d++)
+			ids[d] = loc_id(&lt, l->b->pcs[d] - 1);
+		if (lt.err)
+			goto nomem;
+		unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
+		unsample(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes, r,
+			 &v[2], &v[3]);
+		unsigned char t[1024], lab[32];
+		pb_buf m = { t, 0, sizeof t, 0 };
+		pb_packed(&m, PB_SAMPLE_LOCATION_ID, ids, depth);
+		pb_packed(&m, PB_SAMPLE_VALUE, v, 4);
+		pb_buf lb = { lab, 0, sizeof lab, 0 };
+		pb_int(&lb, PB_LABEL_KEY, S_BYTES);
+		pb_int(&lb, PB_LABEL_NUM, l->alloc_bytes / l->alloc_count);
+		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
+		emit(o, PB_PROFILE_SAMPLE, &m);
+	}
+
+	for (size_t i = 0; i < nm; i++) {
+		const pmap *mp = &maps[i];
+		if (!mp->id)
+			continue;
+		unsigned char t[128];
+		pb_buf m = { t, 0, sizeof t, 0 };
+		pb_int(&m, PB_MAPPING_ID, mp->id);
+		pb_int(&m, PB_MAPPING_START, mp->start);
+		pb_int(&m, PB_MAPPING_LIMIT, mp->limit);
+		pb_int(&m, PB_MAPPING_OFFSET, mp->offset);
+		pb_int(&m, PB_MAPPING_FILENAME, mp->path_str);
+		pb_int(&m, PB_MAPPING_BUILD_ID, mp->bid_str);
+		emit(o, PB_PROFILE_MAPPING, &m);
+	}
+
+	/* exec mappings are few and sorted: a scan per location is enough */
+	for (size_t k = 0; k < lt.n; k++) {
+		uintptr_t a = lt.by_id[k];
+		uint64_t mid = 0;
+		for (size_t i = 0; i < nm && !mid; i++)
+			if (maps[i].id && a >= maps[i].start && a < maps[i].limit)
+				mid = maps[i].id;
+		unsigned char t[64];
+		pb_buf m = { t, 0, sizeof t, 0 };
+		pb_int(&m, PB_LOCATION_ID, k + 1);
+		pb_int(&m, PB_LOCATION_MAPPING_ID, mid);
+		pb_int(&m, PB_LOCATION_ADDRESS, a);
+		emit(o, PB_PROFILE_LOCATION, &m);
+	}
+
+	for (size_t i = 0; i < S_FIXED; i++)
+		emit_string(o, fixed_str[i], strlen(fixed_str[i]));
+	for (size_t i = 0; i < nm; i++) {
+		const pmap *mp = &maps[i];
+		if (mp->path_str)
+			emit_string(o, mp->path, mp->path_len);
+		if (mp->bid_str) {
+			char hex[2 * BUILD_ID_MAX];
+			for (size_t j = 0; j < mp->bid_len; j++) {
+				hex[2 * j] = "0123456789abcdef"[mp->bid[j] >> 4];
+				hex[2 * j + 1] = "0123456789abcdef"[mp->bid[j] & 15];
+			}
+			emit_string(o, hex, 2 * mp->bid_len);
+		}
+	}
+
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	unsigned char t[64];
+	pb_buf m = { t, 0, sizeof t, 0 };
+	pb_int(&m, PB_PROFILE_TIME_NANOS, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+	ha_out_bytes(o, (const char *)t, m.len);
+	value_type(o, PB_PROFILE_PERIOD_TYPE, S_SPACE, S_BYTES);
+	m.len = 0;
+	pb_int(&m, PB_PROFILE_PERIOD, (uint64_t)(r > 1 ? r : 1));
+	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE, S_INUSE_SPACE);
+	ha_out_bytes(o, (const char *)t, m.len);
+	goto out;
+nomem:
+	o->err = ENOMEM;
+out:
+	if (lt.addr)
+		ha_raw_free(lt.addr);
+	if (lt.id)
+		ha_raw_free(lt.id);
+	if (lt.by_id)
+		ha_raw_free(lt.by_id);
+	if (maps)
+		ha_raw_free(maps);
+	if (mo.buf)
+		ha_raw_free(mo.buf);
+	if (lines)
+		ha_raw_free(lines);
+}
+
+/* zlib's allocator: raw memory, never the public malloc. */
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	(void)opaque;
+	if (size && items > SIZE_MAX / size)
+		return Z_NULL;
+	return ha_raw_malloc((size_t)items * size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+	(void)opaque;
+	if (p)
+		ha_raw_free(p);
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (w == 0)
+			return EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* gzip data[0..n) to fd. */
+static int gzip_to(int fd, const char *data, size_t n)
+{
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	z.zalloc = z_alloc;
+	z.zfree = z_free;
+	/* 15 + 16: a gzip wrapper; memLevel 8 (~260 KiB of state) */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return ENOMEM;
+	enum { CHUNK = 64 * 1024 };
+	unsigned char *out = ha_raw_malloc(CHUNK);
+	int err = out ? 0 : ENOMEM;
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)n;     /* a profile is far below 4 GiB */
+	int zr = Z_OK;
+	while (!err && zr != Z_STREAM_END) {
+		z.next_out = out;
+		z.avail_out = CHUNK;
+		zr = deflate(&z, Z_FINISH);
+		if (zr == Z_STREAM_ERROR) {
+			err = EIO;
+			break;
+		}
+		err = write_all(fd, out, CHUNK - z.avail_out);
+	}
+	deflateEnd(&z);
+	if (out)
+		ha_raw_free(out);
+	return err;
+}
+
+int ha_pprof_file(const char *path, int64_t r)
+{
+	char tmp[4096 + 16];
+	size_t pl = strlen(path);
+	if (pl + 5 > sizeof tmp)
+		return ENAMETOOLONG;
+	memcpy(tmp, path, pl);
+	memcpy(tmp + pl, ".tmp", 5);
+	ha_out o = { NULL, 0, 0, -1, 0 };
+	encode(&o, r);
+	int err = o.err;
+	int fd = -1, tries = 0;
+	/* the temporary name is created afresh, never followed (as writer.c) */
+	while (!err) {
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != EEXIST || tries++ > 0)
+			err = errno;
+		else
+			unlink(tmp);
+	}
+	if (!err) {
+		err = gzip_to(fd, o.buf, o.len);
+		if (close(fd) != 0 && !err && errno != EINTR)
+			err = errno;
+		if (!err && rename(tmp, path) != 0)
+			err = errno;
+		if (err)
+			unlink(tmp);
+	}
+	if (o.buf)
+		ha_raw_free(o.buf);
+	return err;
+}

@@ -1,0 +1,4 @@
+#!/bin/sh
+# names_rust.sh with Rust's v0 symbol mangling (-Csymbol-mangling-version=v0).
+NAMES_RUST_V0=1
+. "$top_srcdir/tests/names_rust.sh"
