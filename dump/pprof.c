@@ -474,23 +474,6 @@ static void z_free(voidpf opaque, voidpf p)
 		ha_raw_free(p);
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno;
-		}
-		if (w == 0)
-			return EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* gzip data[0..n) to fd. */
 static int gzip_to(int fd, const char *data, size_t n)
 {
@@ -515,7 +498,7 @@ static int gzip_to(int fd, const char *data, size_t n)
 			err = EIO;
 			break;
 		}
-		err = write_all(fd, out, CHUNK - z.avail_out);
+		err = ha_write_all(fd, out, CHUNK - z.avail_out);
 	}
 	deflateEnd(&z);
 	if (out)

@@ -243,6 +243,8 @@ void ha_out_str(ha_out *o, const char *s);
 void ha_out_u64(ha_out *o, uint64_t v, int width);
 void ha_out_hex(ha_out *o, uintptr_t v);
 int ha_out_flush(ha_out *o);
+/* write(2) all of buf, across short writes and EINTR; 0 or an errno. */
+int ha_write_all(int fd, const void *buf, size_t n);
 /* Copy a /proc/self/maps stream from fd to o, 4th perm char -> 'p'. */
 void ha_writer_maps_copy(ha_out *o, int fd);
 /* Write the whole profile (header, lines, memory map) to o. */

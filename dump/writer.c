@@ -24,8 +24,9 @@
 
 #define OUT_CHUNK (64 * 1024)
 
-static int write_all(int fd, const char *p, size_t n)
+int ha_write_all(int fd, const void *buf, size_t n)
 {
+	const char *p = buf;
 	while (n) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0) {
@@ -44,7 +45,7 @@ static int write_all(int fd, const char *p, size_t n)
 int ha_out_flush(ha_out *o)
 {
 	if (o->fd >= 0 && o->len && !o->err)
-		o->err = write_all(o->fd, o->buf, o->len);
+		o->err = ha_write_all(o->fd, o->buf, o->len);
 	if (o->fd >= 0)
 		o->len = 0;
 	return o->err;
