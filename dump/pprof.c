@@ -183,27 +183,6 @@ static void read_build_id(const pmap *maps, size_t nm, pmap *m)
 	}
 }
 
-/* /proc/self/maps into raw memory (o->buf, o->len). */
-static void read_maps(ha_out *o)
-{
-	int fd;
-	do
-		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return;
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		ha_out_bytes(o, buf, (size_t)n);
-	}
-	close(fd);
-}
-
 /* Address -> location id, open addressing over a power-of-two table that
  * doubles at half full (distinct return addresses are far fewer than the
  * frames of all stacks).  by_id[id - 1] = address, in id order. */
@@ -326,7 +305,7 @@ static void encode(ha_out *o, int64_t r)
 	}
 
 	/* the memory map */
-	read_maps(&mo);
+	ha_writer_maps(&mo);
 	size_t nlines = 0;
 	for (size_t i = 0; i < mo.len; i++)
 		nlines += mo.buf[i] == '\n';

@@ -247,6 +247,8 @@ int ha_out_flush(ha_out *o);
 int ha_write_all(int fd, const void *buf, size_t n);
 /* Copy a /proc/self/maps stream from fd to o, 4th perm char -> 'p'. */
 void ha_writer_maps_copy(ha_out *o, int fd);
+/* /proc/self/maps, normalised as above, appended to o (nothing if unreadable). */
+void ha_writer_maps(ha_out *o);
 /* Write the whole profile (header, lines, memory map) to o. */
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */

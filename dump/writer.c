@@ -165,7 +165,7 @@ void ha_writer_maps_copy(ha_out *o, int fd)
 	}
 }
 
-static void out_maps(ha_out *o)
+void ha_writer_maps(ha_out *o)
 {
 	int fd;
 	do
@@ -219,7 +219,7 @@ void ha_writer_profile(ha_out *o, int64_t r)
 	if (lines)
 		ha_raw_free(lines);
 	ha_out_str(o, "\nMAPPED_LIBRARIES:\n");
-	out_maps(o);
+	ha_writer_maps(o);
 }
 
 int ha_writer_file(const char *path, int64_t r)
