@@ -1,37 +1,60 @@
-/* alloc/hooks.h — the only calls the allocator makes into the profiler.
+/* alloc/hooks.h — the whole interface between the allocator and the profiler.
  *
- * The allocator never includes dump/; dump/ implements these.  They are
- * called only from allocator slow paths, with no allocator lock held.
+ * The allocator never includes dump/ and the profiler never writes the
+ * allocator's state: each side is read and tested through these calls.
  *
- * Contract of the profiling path (ha_prof_active != 0):
- *   - every allocation subtracts its requested size from ha_tc.sample_left
- *     and adds it to ha_tc.prof_alloc_bytes/count; when sample_left drops
- *     below zero the allocator calls ha_prof_on_alloc() after the block is
- *     ready (its size recorded), and stores the returned countdown;
- *   - if ha_prof_on_alloc() sets *sampled, the allocator marks the block and
- *     calls ha_prof_on_free() when it is freed (or realloc'ed away), before
- *     the memory is reused; unsampled frees never call the profiler;
- *   - frees of blocks allocated while profiling add their requested size to
- *     the thread's record (exact); small blocks keep their size in a
- *     16-byte header before the program's pointer (alloc/entry.c), large
- *     and huge ones in their block header.
- * The profiler must not call malloc through the public entry points while it
- * holds one of its own locks; it uses ha_raw_malloc/ha_raw_free.
+ * The countdown.  Every allocation charges its bytes to the thread's
+ * countdown (the allocated unit: class bytes for small blocks, usable bytes
+ * for big ones; requested bytes in compatibility mode) on the same fast
+ * path whether profiling is on or off.  When the countdown does not cover an
+ * allocation, the allocator calls ha_prof_due with what was left; the
+ * profiler says whether this allocation is sampled and returns the next
+ * countdown.  A sampled block is then allocated where its free reaches the
+ * allocator's slow path (a big block, or a compatibility-mode header) and
+ * handed to ha_prof_sampled; its free calls ha_prof_on_free.
+ *
+ * The profiler calls in only through ha_alloc_profiling (switch), ha_books
+ * (totals) and ha_alloc_call_back_next (static-link calibration).  The
+ * profiler must not call the public malloc while it holds one of its own
+ * locks: it uses ha_raw_malloc/ha_raw_free.
  */
 #ifndef HA_ALLOC_HOOKS_H
 #define HA_ALLOC_HOOKS_H
 #include <stddef.h>
 #include <stdint.h>
 
-/* A countdown expired (went below 0, or a 0-byte request met a countdown
- * of 0).  p: the new block, req: requested bytes; ha_tc.sample_left still
- * holds the value from before this allocation.  Returns the next countdown
- * in bytes (>= 0; 0 marks the next byte).  A new thread starts at 0. */
-int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled);
-/* A sampled block is being freed; req is its requested size. */
-void ha_prof_on_free(void *p, size_t req);
-/* fork: take / release every profiler lock; child also renames itself. */
+/* ---- implemented by the profiler (dump/), called from allocator slow
+ * paths with no allocator lock held ---------------------------------- */
+
+/* The countdown ran out: before is what it held (>= 0) before an
+ * allocation charged `charge` bytes.  Returns 1 when this allocation is
+ * sampled; *next is the next countdown (>= 0; 0 marks the next byte). */
+int ha_prof_due(int64_t before, size_t charge, int64_t *next);
+/* A sampled allocation's block p is ready: record its stack with `size`
+ * bytes (req: requested).  1 when recorded: its free must be reported. */
+int ha_prof_sampled(void *p, size_t req, size_t size);
+/* A recorded block is being freed (before its memory is reused). */
+void ha_prof_on_free(void *p);
+/* This thread's freed-bytes budget ran out: check the dump thresholds;
+ * returns the next budget (INT64_MAX: none). */
+int64_t ha_prof_check(void);
+/* fork: take / release every profiler lock. */
 void ha_prof_prefork(void);
 void ha_prof_postfork(int child);
+
+/* ---- implemented by the allocator (alloc/) ---------------------------- */
+enum { HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT };
+/* Switch profiling to mode: every thread's next slow path (at most a
+ * batch, or HA_COUNTDOWN_OFF bytes, away) calls ha_prof_due afresh; the
+ * calling thread's next allocation does. */
+void ha_alloc_profiling(int mode);
+/* The books since the process started: out[0] bytes allocated, out[1]
+ * bytes in use, both in the allocated unit; req[0], req[1] requested bytes
+ * allocated and freed while in compatibility mode.  Exact for the calling
+ * thread and for threads that have exited, as of their last slow path
+ * (within a batch) for the others. */
+void ha_books(uint64_t out[2], uint64_t req[2]);
+/* The calling thread's next allocation calls ha_prof_due. */
+void ha_alloc_call_back_next(void);
 
 #endif

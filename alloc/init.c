@@ -76,7 +76,7 @@ static void postfork_child(void)
 	postfork(HA_FORK_CHILD);
 }
 
-/* Random bits for the profiled-block check word (alloc/entry.c): the
+/* Random bits for the profiled-block check word (alloc/compat.c): the
  * kernel's AT_RANDOM bytes mixed with an address. */
 static uint64_t header_secret(void)
 {

@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include "alloc/hooks.h"   /* the profiler interface, both ways */
+
 #define HA_HIDDEN __attribute__((visibility("hidden")))
 #define HA_EXPORT __attribute__((visibility("default")))
 #define HA_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -149,7 +151,14 @@ void ha_arena_init(void);
 void *ha_raw_malloc(size_t n);
 void *ha_raw_calloc(size_t n, size_t m);
 void ha_raw_free(void *p);
+/* A big block's header word: the bytes the books count for it (its
+ * requested size; a sampled small request's class size) in the low 47 bits,
+ * | HA_LARGE_SAMPLED when it is a recorded sample; in compatibility mode
+ * also HA_BIG_TRACKED | (session & 0x7fff) << 47. */
 #define HA_LARGE_SAMPLED ((uint64_t)1 << 63)
+#define HA_BIG_TRACKED ((uint64_t)1 << 62)
+#define HA_BIG_SESSION_SHIFT 47
+#define HA_BIG_BYTES(v) ((v) & (((uint64_t)1 << HA_BIG_SESSION_SHIFT) - 1))
 
 /* ---- huge.c (blocks >= HA_HUGE_MIN, no alignment: own mappings) -------- */
 #define HA_HUGE_MIN ((size_t)1 << 20)
@@ -180,86 +189,80 @@ void ha_central_postfork(int child);
 void ha_central_init(void);
 
 /* ---- thread_cache.c ------------------------------------------------------ */
-/* A thread's free list of one class.  It holds max - room objects: free
- * takes one from room and goes slow when it turns negative (one
- * read-modify-write and a branch, where ++len > max took five
- * instructions), malloc gives one back. */
+/* A thread's free list of one class.  It holds max - room objects (max in
+ * ha_tcache.max): free takes one from room and goes slow when it turns
+ * negative (one read-modify-write and a branch), malloc gives one back.
+ * size is the class's object size, next to head so that malloc charges the
+ * countdown with one load; 0 until the thread attaches (its first malloc
+ * then goes slow). */
 typedef struct ha_tlist {
 	void *head;
 	int32_t room;     /* max - objects held; -1 for a moment at overflow */
-	uint32_t max;
+	uint32_t size;    /* ha_class_size[cls] once attached, else 0 */
 } ha_tlist;
-
-static inline uint32_t ha_tl_len(const ha_tlist *l)
-{
-	return (uint32_t)((int64_t)l->max - l->room);
-}
-
-static inline void ha_tl_set_max(ha_tlist *l, uint32_t max)
-{
-	l->room += (int32_t)(max - l->max);
-	l->max = max;
-}
 
 /* A thread's registry record, in meta memory so that it stays readable
  * whatever becomes of the thread: a thread whose first allocation comes in
  * the last round of TSD destructors never gets our destructor call, and
  * its TLS (the cache itself) may be reused or unmapped afterwards.  Readers
  * never touch a thread's TLS; a record whose thread is gone (tgkill says
- * so) is retired by the next statistics walk. */
+ * so) is retired by the next statistics walk.  The book fields are written
+ * only by the owner, at its slow paths, and summed racily by readers. */
 typedef struct ha_tnode {
 	struct ha_tnode *next;    /* registry: append-only, records recycled */
 	int live;                 /* a thread owns it */
 	int tid;
-	/* exact profiling totals (requested sizes), written only by the owner
-	 * with relaxed stores, summed by readers */
-	uint64_t prof_alloc_bytes, prof_free_bytes;
-	uint64_t cached_bytes;    /* bytes in the cache, as of its last slow path */
-} __attribute__((aligned(64))) ha_tnode;  /* own cache line: owners write it on
-					   * every profiled malloc/free */
+	uint64_t alloc_bytes;     /* books: bytes allocated, as of the last slow path */
+	uint64_t net_bytes;       /* books: bytes taken from the central cache
+				   * less bytes given back (wraps: a difference) */
+	uint64_t big_bytes;       /* books: big blocks allocated less freed (wraps) */
+	uint64_t cached_bytes;    /* bytes in the cache, as of its last count */
+	/* compatibility mode: requested sizes allocated and freed */
+	uint64_t req_alloc_bytes, req_free_bytes;
+} __attribute__((aligned(64))) ha_tnode;  /* own cache line */
 
 typedef struct ha_tcache {
 	ha_tlist list[HA_NCLASSES];
-	int64_t sample_left;     /* profiler countdown in requested bytes;
-				  * positive only while state == 1 (the
-				  * profiled fast paths rely on it) */
-	int64_t armed;           /* countdown taken at the last callback or
-				  * epoch (estimate mode: bytes allocated since
-				  * = armed - sample_left) */
+	/* The countdown: every allocation subtracts the bytes it is charged
+	 * (its class size) and goes slow when nothing is left; profiling off
+	 * keeps it large.  This thread has allocated drawn - sample_left
+	 * bytes (ha_books_set_countdown keeps that true). */
+	int64_t sample_left;
+	int64_t drawn;
+	int64_t compat_left;     /* compatibility mode's countdown, requested bytes */
+	int64_t free_check;      /* freed bytes until the next threshold check */
 	ha_tnode *node;          /* registry record while state == 1 */
 	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
-	unsigned epoch;          /* last ha_countdown_epoch this thread took;
-				  * 0 (never current) unless state == 1 */
+	unsigned epoch;          /* the profiling switch this thread has seen */
 	unsigned budget_skips;   /* budget checks skipped since the last count */
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on
 				  * the cache's bytes at every slow path */
+	uint32_t max[HA_NCLASSES];
 } ha_tcache;
 
+static inline uint32_t ha_tl_len(const ha_tcache *tc, unsigned c)
+{
+	return (uint32_t)((int64_t)tc->max[c] - tc->list[c].room);
+}
+
+static inline void ha_tl_set_max(ha_tcache *tc, unsigned c, uint32_t max)
+{
+	tc->list[c].room += (int32_t)(max - tc->max[c]);
+	tc->max[c] = max;
+}
+
 extern HA_TLS ha_tcache ha_tc;
-/* Read by every malloc and free, written only when profiling starts or
- * stops: one cache line of their own, never shared with a counter that
- * threads write (ha_slow_allocs sat next to ha_prof_active and cost the
- * 2-thread server bench a third of its throughput in cache-line traffic). */
+/* Read by the slow paths, written only when profiling starts or stops: one
+ * cache line of its own, never shared with a counter that threads write. */
 typedef struct ha_hot {
-	int prof_active;         /* profiling on: malloc takes the prof path;
-				  * HA_PROF_EXACT or HA_PROF_EST, so malloc
-				  * tells the modes apart without a 2nd load */
-	int prof_exact;          /* exact totals (HEAP_PROFILE_EXACT_TOTALS): free
-				  * takes the prof path, blocks carry sizes */
-	uint32_t prof_key;       /* the profiling session, in block headers */
-	unsigned countdown_epoch;  /* never 0 once profiling has started */
-	int64_t countdown_value;
-	uint64_t hdr_secret;     /* random, set once: checks block headers */
+	int prof_mode;           /* HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT */
+	unsigned epoch;          /* bumped by every switch; never 0 after the first */
+	uint32_t prof_key;       /* the profiling session, in compat headers */
+	uint64_t hdr_secret;     /* random, set once: checks compat headers */
 	uint64_t hdr_mask;       /* hdr_secret ^ prof_key << 32 */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
-#define ha_prof_active (ha_hot.prof_active)
-#define HA_PROF_EST 1            /* ha_prof_active: estimated totals */
-#define HA_PROF_EXACT 2          /* ha_prof_active: exact totals (default) */
-#define ha_prof_exact (ha_hot.prof_exact)
 #define ha_prof_key (ha_hot.prof_key)
-#define ha_countdown_epoch (ha_hot.countdown_epoch)
-#define ha_countdown_value (ha_hot.countdown_value)
 #define ha_hdr_secret (ha_hot.hdr_secret)
 #define ha_hdr_mask (ha_hot.hdr_mask)
 /* A counter that threads bump, alone on its cache line. */
@@ -269,17 +272,53 @@ typedef struct ha_counter {
 
 void *ha_tcache_refill(unsigned cls, size_t n);      /* slow path of pop */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
-void ha_tcache_retire_prof(uint64_t alloc_bytes, uint64_t free_bytes);
 void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
-/* out[0] allocated, out[1] freed bytes (requested sizes), all threads */
-void ha_tcache_prof_totals(uint64_t out[2]);
-/* A new session whose countdown is v: the calling thread takes it at its
- * next profiling allocation, every other thread when its current countdown
- * runs out (prof_sync compares ha_tcache.epoch with ha_countdown_epoch). */
-void ha_tcache_reset_countdowns(int64_t v);
+
+/* ---- books.c: the allocator's books and the profiling switch ------------ */
+/* Bytes the countdown runs while profiling is off: a thread that never
+ * reaches a slow path still notices a switch within this many bytes (one
+ * slow call per 256 KiB costs nothing measurable). */
+#define HA_COUNTDOWN_OFF ((int64_t)256 << 10)
+/* This thread's countdown becomes v; what it has allocated stays. */
+static inline void ha_books_set_countdown(ha_tcache *tc, int64_t v)
+{
+	tc->drawn += v - tc->sample_left;
+	tc->sample_left = v;
+}
+/* Take a profiling switch made since this thread last looked (its
+ * countdown then calls the profiler at the next allocation). */
+void ha_books_sync_slow(ha_tcache *tc);
+static inline void ha_books_sync(ha_tcache *tc)
+{
+	if (HA_UNLIKELY(tc->epoch != __atomic_load_n(&ha_hot.epoch, __ATOMIC_ACQUIRE)))
+		ha_books_sync_slow(tc);
+}
+/* Books changes, in the allocated unit: bytes allocated outside the
+ * countdown, big blocks allocated (+) or freed (-), small blocks moved
+ * between this thread's cache and the central cache. */
+void ha_books_alloc(ha_tcache *tc, int64_t bytes);
+void ha_books_big(ha_tcache *tc, int64_t bytes);
+void ha_books_net(ha_tcache *tc, int64_t bytes);
+/* Freed bytes seen at a slow path: counts down to a threshold check. */
+static inline void ha_books_freed(ha_tcache *tc, int64_t bytes)
+{
+	if (HA_UNLIKELY((tc->free_check -= bytes) < 0))
+		tc->free_check = ha_prof_check();
+}
+/* Publish this thread's books (its record), exactly when count_cache. */
+void ha_books_publish(ha_tcache *tc, int count_cache);
+/* Compatibility mode: requested bytes allocated / freed by this thread. */
+void ha_books_req(ha_tcache *tc, int is_free, uint64_t bytes);
+/* Thread exit / a record found dead: fold a record into the retired sums. */
+void ha_books_retire(ha_tnode *nd);
+/* All threads: out[0] allocated, out[1] in use (allocated unit);
+ * req[0], req[1] requested bytes allocated and freed (compatibility mode). */
+void ha_books_totals(uint64_t out[2], uint64_t req[2]);
+/* Registry walk behind ha_books_totals (thread_cache.c). */
+void ha_tcache_sum(uint64_t out[6]);
 
 void ha_tcache_prefork(void);
 void ha_tcache_postfork(int child);
@@ -322,7 +361,5 @@ void *ha_realloc(void *p, size_t n);
  * span pool, mimalloc's free pages), so one retry can succeed. */
 void ha_release_cached(void) HA_COLD;
 
-/* ---- hooks.h: calls out to the profiler (implemented in dump/) ---------- */
-#include "alloc/hooks.h"
 
 #endif

@@ -47,8 +47,6 @@ HA_TLS ha_tcache ha_tc;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_tnode *registry;
-/* profiling totals of threads that have exited */
-static uint64_t retired[2];   /* allocated, freed */
 
 static inline uint64_t rd(const uint64_t *p)
 {
@@ -59,9 +57,7 @@ static inline uint64_t rd(const uint64_t *p)
  * lock held. */
 static void retire_node(ha_tnode *nd)
 {
-	ha_tcache_retire_prof(rd(&nd->prof_alloc_bytes), rd(&nd->prof_free_bytes));
-	nd->prof_alloc_bytes = nd->prof_free_bytes = 0;
-	nd->cached_bytes = 0;
+	ha_books_retire(nd);
 	__atomic_store_n(&nd->live, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_sub(&live_threads, 1, __ATOMIC_RELAXED);
 }
@@ -94,7 +90,8 @@ ha_tcache *ha_tcache_attach(void)
 	ha_unlock(&registry_lock);
 	tc->max_bytes = 0;
 	for (unsigned c = 1; c < HA_NCLASSES; c++) {
-		ha_tl_set_max(&tc->list[c], 1);
+		ha_tl_set_max(tc, c, 1);
+		tc->list[c].size = ha_class_size[c];
 		tc->max_bytes += ha_class_size[c];
 	}
 	tc->node = nd;
@@ -103,11 +100,11 @@ ha_tcache *ha_tcache_attach(void)
 	return tc;
 }
 
-static uint64_t cache_bytes(const ha_tcache *tc)
+uint64_t ha_tcache_cached(const ha_tcache *tc)
 {
 	uint64_t b = 0;
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		b += (uint64_t)ha_tl_len(&tc->list[c]) * ha_class_size[c];
+		b += (uint64_t)ha_tl_len(tc, c) * ha_class_size[c];
 	return b;
 }
 
@@ -122,12 +119,12 @@ static inline uint32_t list_cap(unsigned cls)
 
 static void enforce_budget(ha_tcache *tc);
 
-static void grow(ha_tcache *tc, ha_tlist *l, unsigned cls)
+static void grow(ha_tcache *tc, unsigned cls)
 {
-	uint32_t cap = list_cap(cls), old = l->max;
+	uint32_t cap = list_cap(cls), old = tc->max[cls];
 	if (old < cap) {
-		ha_tl_set_max(l, old * 2 < cap ? old * 2 : cap);
-		tc->max_bytes += (uint64_t)(l->max - old) * ha_class_size[cls];
+		ha_tl_set_max(tc, cls, old * 2 < cap ? old * 2 : cap);
+		tc->max_bytes += (uint64_t)(tc->max[cls] - old) * ha_class_size[cls];
 	}
 }
 
@@ -149,7 +146,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	}
 	unsigned want = 1;
 	if (tc->state == 1)
-		want = l->max < ha_class_batch[cls] ? l->max : ha_class_batch[cls];
+		want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : ha_class_batch[cls];
 	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
 	void *head;
 	int e = errno;   /* a success leaves the program's errno alone */
@@ -166,9 +163,12 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 	void *p = head;
 	l->head = *(void **)p;
 	l->room -= (int32_t)(got - 1);
+	ha_books_net(tc, (int64_t)got * ha_class_size[cls]);
 	if (tc->state == 1) {
-		grow(tc, l, cls);
+		grow(tc, cls);
 		enforce_budget(tc);
+		ha_books_sync(tc);
+		ha_books_publish(tc, 0);
 	}
 	return p;
 }
@@ -178,6 +178,11 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 {
 	if (!count)
 		return;
+	ha_tcache *tc = &ha_tc;
+	int64_t bytes = (int64_t)count * ha_class_size[cls];
+	ha_books_net(tc, -bytes);
+	if (tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
+		ha_books_freed(tc, bytes);
 	void *head = l->head, *tail = head;
 	for (unsigned i = 1; i < count; i++)
 		tail = *(void **)tail;
@@ -197,13 +202,13 @@ static void enforce_budget(ha_tcache *tc)
 	uint64_t b = budget(), have;
 	if (tc->max_bytes <= b && (++tc->budget_skips & 15))
 		return;
-	while ((have = cache_bytes(tc)) > b) {
+	while ((have = ha_tcache_cached(tc)) > b) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
 			ha_tlist *l = &tc->list[c];
-			uint32_t len = ha_tl_len(l);
+			uint32_t len = ha_tl_len(tc, c);
 			give_back(l, c, len > 1 ? len / 2 : len, 1);
-			uint32_t cut = l->max > ha_class_batch[c] ? ha_class_batch[c] : 0;
-			ha_tl_set_max(l, l->max - cut);
+			uint32_t cut = tc->max[c] > ha_class_batch[c] ? ha_class_batch[c] : 0;
+			ha_tl_set_max(tc, c, tc->max[c] - cut);
 			tc->max_bytes -= (uint64_t)cut * ha_class_size[c];
 			if (l->room < 0)   /* keep len <= max: max_bytes bounds */
 				give_back(l, c, (uint32_t)-l->room, 1);
@@ -223,24 +228,26 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 	if (l->room >= 0)
 		return;
 	if (tc->state != 1) {
-		give_back(l, cls, ha_tl_len(l), 1);
+		give_back(l, cls, ha_tl_len(tc, cls), 1);
 		return;
 	}
 	unsigned batch = ha_class_batch[cls];
-	if (l->max < list_cap(cls)) {
-		grow(tc, l, cls);      /* slow start: keep more before giving back */
+	if (tc->max[cls] < list_cap(cls)) {
+		grow(tc, cls);         /* slow start: keep more before giving back */
 		if (l->room >= 0)
 			return;
 	}
-	uint32_t len = ha_tl_len(l);
+	uint32_t len = ha_tl_len(tc, cls);
 	give_back(l, cls, len < batch ? len : batch, 0);
 	enforce_budget(tc);
+	ha_books_sync(tc);
+	ha_books_publish(tc, 0);
 }
 
 static void flush_all(ha_tcache *tc)
 {
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		give_back(&tc->list[c], c, ha_tl_len(&tc->list[c]), 1);
+		give_back(&tc->list[c], c, ha_tl_len(tc, c), 1);
 }
 
 void ha_tcache_flush_self(void)
@@ -249,24 +256,21 @@ void ha_tcache_flush_self(void)
 		flush_all(&ha_tc);
 }
 
-void ha_tcache_retire_prof(uint64_t alloc_bytes, uint64_t free_bytes)
-{
-	__atomic_fetch_add(&retired[0], alloc_bytes, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&retired[1], free_bytes, __ATOMIC_RELAXED);
-}
-
 void ha_tcache_thread_exit(void *arg)
 {
 	ha_tcache *tc = &ha_tc;
 	(void)arg;
 	if (tc->state != 1)
 		return;
+	for (unsigned c = 1; c < HA_NCLASSES; c++)
+		ha_tl_set_max(tc, c, 0);
+	flush_all(tc);
+	ha_books_publish(tc, 0);
+	/* from here on every allocation goes slow and books to the retired
+	 * sums (ha_books_alloc) */
 	tc->state = 2;
 	tc->epoch = 0;
-	tc->sample_left = 0;    /* off the profiled fast path: node goes */
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		ha_tl_set_max(&tc->list[c], 0);
-	flush_all(tc);
+	tc->sample_left = tc->drawn = 0;
 	ha_lock(&registry_lock);
 	retire_node(tc->node);
 	tc->node = NULL;
@@ -302,37 +306,21 @@ uint64_t ha_tcache_count(uint64_t *bytes)
 	return n;
 }
 
-void ha_tcache_prof_totals(uint64_t out[2])
+void ha_tcache_sum(uint64_t out[6])
 {
+	for (int i = 0; i < 6; i++)
+		out[i] = 0;
 	ha_lock(&registry_lock);
-	for (int i = 0; i < 2; i++)
-		out[i] = rd(&retired[i]);
 	for (ha_tnode *nd = registry; nd; nd = nd->next)
 		if (__atomic_load_n(&nd->live, __ATOMIC_ACQUIRE)) {
-			out[0] += rd(&nd->prof_alloc_bytes);
-			out[1] += rd(&nd->prof_free_bytes);
+			out[0] += rd(&nd->alloc_bytes);
+			out[1] += rd(&nd->net_bytes);
+			out[2] += rd(&nd->big_bytes);
+			out[3] += rd(&nd->cached_bytes);
+			out[4] += rd(&nd->req_alloc_bytes);
+			out[5] += rd(&nd->req_free_bytes);
 		}
 	ha_unlock(&registry_lock);
-}
-
-/* The countdown lives in each thread's TLS, which only the owner may
- * touch; a new value reaches a thread at its next profiling allocation. */
-
-void ha_tcache_reset_countdowns(int64_t v)
-{
-	/* a new session: blocks whose headers name an earlier one no longer
-	 * count */
-	uint32_t k = ha_prof_key + 1;   /* a count: never the last one's */
-	k = k ? k : 1;
-	__atomic_store_n(&ha_prof_key, k, __ATOMIC_RELAXED);
-	__atomic_store_n(&ha_hdr_mask, ha_hdr_secret ^ (uint64_t)k << 32, __ATOMIC_RELAXED);
-	__atomic_store_n(&ha_countdown_value, v, __ATOMIC_RELAXED);
-	/* 0 is the epoch of a thread that has taken none */
-	if (__atomic_add_fetch(&ha_countdown_epoch, 1, __ATOMIC_RELEASE) == 0)
-		__atomic_fetch_add(&ha_countdown_epoch, 1, __ATOMIC_RELEASE);
-	/* the starting thread takes the new countdown at its next malloc (the
-	 * others when theirs runs out: alloc/entry.c, countdown_pop) */
-	ha_tc.sample_left = 0;
 }
 
 void ha_tcache_prefork(void)

@@ -60,8 +60,8 @@ static const opt_row rows[] = {
 	  "every process names its files PREFIX_PID.NNNN.heap" },
 	{ "HEAP_PROFILE_CLEANUP", OPT_BOOL, 1, &ha_prof_opt.cleanup, NULL, NULL,
 	  "at start, remove earlier PREFIX.NNNN.heap files of this naming" },
-	{ "HEAP_PROFILE_EXACT_TOTALS", OPT_BOOL, 1, &ha_prof_opt.exact_totals, NULL, NULL,
-	  "exact dump totals (sizes kept per block); false: estimated from samples, cheaper" },
+	{ "HEAP_PROFILE_EXACT_TOTALS", OPT_BOOL, 0, &ha_prof_opt.exact_totals, NULL, NULL,
+	  "gperftools' compatibility mode: requested-size totals and dump points (a size header per block)" },
 	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
 };

@@ -5,18 +5,21 @@
  * counter, the threshold baselines, the process-naming rules, the start
  * from HEAPPROFILE (constructor) and the exit dump (atexit).
  *
- * Countdown protocol (alloc/entry.c): every allocation made while
- * ha_prof_active subtracts its requested size from ha_tc.sample_left; when
- * the result would go negative the allocator calls ha_prof_on_alloc() with
- * ha_tc.sample_left still holding the value from before that allocation,
- * and stores what we return.  So the bytes consumed since our last return
- * are  armed - sample_left + req.  We return (>= 0; 0 marks the next byte)
+ * Countdown protocol (alloc/hooks.h): when a thread's countdown does not
+ * cover an allocation the allocator calls ha_prof_due() with what was left
+ * (before) and the allocation's charge, so the bytes consumed since our
+ * last return are  armed - before + charge.  We return (>= 0; 0 marks the
+ * next byte)
  *     min(distance to the next sample, bytes to the next threshold check)
  * and remember how much of it was sampling distance (ts.sdist), so the
  * sampling stays exactly the exponential process of sampler.c while a
- * single thread still sees allocation / in-use dumps at the exact byte
- * gperftools would.  With several threads a thread's check budget is the
- * remaining distance divided by the number of threads.
+ * single thread still sees allocation / in-use dumps at the exact byte.
+ * With several threads a thread's check budget is the remaining distance
+ * divided by the number of threads.  Frees reach us through the
+ * allocator's freed-bytes budget (ha_prof_check).
+ *
+ * Totals come from the allocator's books (ha_books): the allocated unit in
+ * the default mode, requested bytes in compatibility mode.
  *
  * Never unwinds while holding a lock; never calls the public malloc while
  * holding one; a thread inside the profiler (ha_prof_busy) is never sampled.
@@ -51,17 +54,15 @@ static struct {
 	pid_t cur_pid;
 	int64_t r;                /* mean sampling interval */
 	int64_t a_int, d_int, i_int;
-	uint64_t base[2];         /* allocator totals when profiling started */
+	uint64_t base[2], base_req[2];  /* the books when profiling started */
 	uint64_t last_alloc, last_free, high_water; /* baselines, relative */
 	struct timespec last_time;
 	uint64_t ndumps;          /* file counter; carries on across stop/start */
 	uint64_t written;         /* profiles written */
 	uint64_t samples;
 	uint32_t gen;             /* bumped by every start */
-	int64_t first_countdown, first_sdist;
-	int exact;                /* HEAP_PROFILE_EXACT_TOTALS for this start */
-	int64_t est_inuse;        /* estimate mode: unsampled bytes of the live
-				   * sampled objects (relaxed atomics) */
+	int64_t share;            /* a thread's check budget at the last check */
+	int compat;               /* HEAP_PROFILE_EXACT_TOTALS for this start */
 	char prefix[PREFIX_MAX + 1];
 } P;
 
@@ -73,37 +74,31 @@ static HA_TLS struct {
 	int64_t armed;            /* the countdown we last returned */
 	int64_t sdist;            /* of it, bytes to the next sample */
 	int64_t tbudget;          /* allocation bytes until the next check */
-	int64_t fbudget;          /* sampled-free bytes until the next check */
+	int64_t fbudget;          /* freed bytes until the next check */
 } ts;
 
 
 /* ------------------------------------------------------------------ */
 /* totals and thresholds                                               */
 
-/* Exact mode: the allocator's per-thread totals.  Estimate mode
- * (HEAP_PROFILE_EXACT_TOTALS off): allocated bytes as of each thread's
- * last countdown callback (each thread lags by less than its countdown),
- * in use estimated from the live sampled objects, freed the difference. */
+/* Since profiling started: out[0] bytes allocated, out[1] bytes freed.
+ * Default mode: the books' allocated unit, freed = allocated - in use;
+ * compatibility mode: requested bytes. */
 void ha_prof_totals(uint64_t out[2])
 {
-	uint64_t t[2];
-	ha_tcache_prof_totals(t);
-	for (int i = 0; i < 2; i++)
-		out[i] = t[i] > P.base[i] ? t[i] - P.base[i] : 0;
-	if (!P.exact) {
-		int64_t est = __atomic_load_n(&P.est_inuse, __ATOMIC_RELAXED);
-		uint64_t inuse = est < 0 ? 0 : (uint64_t)est;
-		if (inuse > out[0])
-			out[0] = inuse;
-		out[1] = out[0] - inuse;
+	uint64_t b[2], r[2];
+	ha_books(b, r);
+	if (P.compat) {
+		for (int i = 0; i < 2; i++)
+			out[i] = r[i] > P.base_req[i] ? r[i] - P.base_req[i] : 0;
+		return;
 	}
-}
-
-static void est_add(size_t req, int sign)
-{
-	if (!P.exact)
-		__atomic_fetch_add(&P.est_inuse, sign * (int64_t)ha_sampler_unsample(req, P.r),
-				   __ATOMIC_RELAXED);
+	uint64_t alloc = b[0] > P.base[0] ? b[0] - P.base[0] : 0;
+	uint64_t inuse = b[1] > P.base[1] ? b[1] - P.base[1] : 0;
+	if (inuse > alloc)
+		inuse = alloc;
+	out[0] = alloc;
+	out[1] = alloc - inuse;
 }
 
 static uint64_t inuse_of(const uint64_t t[2])
@@ -160,6 +155,7 @@ static void check_thresholds(void)
 	if (alloc_room(t) > 0 && free_room(t) > 0 && P.running) {
 		ts.tbudget = per_thread(alloc_room(t));
 		ts.fbudget = per_thread(free_room(t));
+		__atomic_store_n(&P.share, ts.tbudget, __ATOMIC_RELAXED);
 		return;
 	}
 	ha_lock(&ha_prof_dump_lock);
@@ -184,6 +180,7 @@ static void check_thresholds(void)
 		}
 		ts.tbudget = per_thread(alloc_room(t));
 		ts.fbudget = per_thread(free_room(t));
+		__atomic_store_n(&P.share, ts.tbudget, __ATOMIC_RELAXED);
 	} else {
 		ts.tbudget = ts.fbudget = INT64_MAX;
 	}
@@ -249,7 +246,6 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		if (r) {
 			*sampled = 1;
 			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
-			est_add(req, 1);
 		}
 		return;
 	}
@@ -259,7 +255,6 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
 			*sampled = 1;
 			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
-			est_add(req, 1);
 		} else {            /* no room to remember it: undo the count */
 			__atomic_fetch_sub(&b->alloc_count, 1, __ATOMIC_RELAXED);
 			__atomic_fetch_sub(&b->alloc_bytes, req, __ATOMIC_RELAXED);
@@ -268,13 +263,11 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	ha_table_unlock();
 }
 
-int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
+int ha_prof_due(int64_t before, size_t charge, int64_t *next)
 {
-	*sampled = 0;
-	if (HA_UNLIKELY(ha_stack_calibrating())) {
-		ha_stack_calibrate_frame();
-		return 0;
-	}
+	*next = 0;                /* by default: call back at the next allocation */
+	if (HA_UNLIKELY(ha_stack_calibrating()))
+		return 1;         /* ha_prof_sampled learns the frames */
 	if (!P.running)
 		return 0;   /* stopped (a malloc racing the stop): call back next time,
 			     * never leave a countdown a new session would inherit */
@@ -282,67 +275,81 @@ int64_t ha_prof_on_alloc(void *p, size_t req, int *sampled)
 		return 0;               /* and the next one calls us again */
 	ha_prof_busy = 1;
 	ha_helper_ensure();
-	/* alloc/entry.c calls us before storing sample_left - req; accept an
-	 * allocator that stores first too (then the value is negative) */
-	int64_t before = ha_tc.sample_left, consumed;
-	if (before < 0)
-		before += (int64_t)req;
+	int64_t consumed;
 	uint32_t gen = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
-	if (ts.gen != gen) {
+	if (ts.gen != gen) {          /* this thread's first call of the session */
 		ts.gen = gen;
-		if (before == 0) {        /* a thread cache born after the start */
-			ts.sdist = ha_sampler_next(P.r);
-			consumed = (int64_t)req;
-		} else {                  /* the value of ha_tcache_reset_countdowns */
-			ts.sdist = P.first_sdist;
-			consumed = P.first_countdown - before + (int64_t)req;
-		}
-		ts.tbudget = ts.fbudget = 0;     /* check at once */
+		ts.sdist = ha_sampler_next(P.r);
+		ts.tbudget = __atomic_load_n(&P.share, __ATOMIC_RELAXED);
+		consumed = (int64_t)charge;
 	} else {
-		consumed = ts.armed - before + (int64_t)req;
+		consumed = ts.armed - before + (int64_t)charge;
 	}
-	if (consumed < (int64_t)req)
-		consumed = (int64_t)req;
+	if (consumed < (int64_t)charge)
+		consumed = (int64_t)charge;
+	int sample = 0;
 	if (consumed > ts.sdist) {
-		record_sample(p, req, sampled);
+		sample = 1;
 		ts.sdist = ha_sampler_next(P.r);
 	} else {
 		ts.sdist -= consumed;
 	}
 	ts.tbudget -= consumed;
-	if (ts.tbudget < 0 || (P.d_int > 0 && P.r > 1) || ts.fbudget <= 0)
+	if (ts.tbudget < 0)
 		check_thresholds();
-	/* 0 is a valid countdown: "the next byte is marked" (R = 1 records
-	 * every allocation of at least one byte that way) */
 	int64_t c = ts.sdist < ts.tbudget ? ts.sdist : ts.tbudget;
 	if (c < 0)
 		c = 0;
 	ts.armed = c;
+	*next = c;
 	ha_prof_busy = 0;
-	return c;
+	return sample;
 }
 
-void ha_prof_on_free(void *p, size_t req)
+/* A sampled block's line counts `size` (the allocated unit: pprof's
+ * unsampling then stays unbiased, the chance of a sample following the
+ * countdown's charge); recording every allocation needs no unsampling and
+ * counts requested bytes. */
+int ha_prof_sampled(void *p, size_t req, size_t size)
+{
+	if (P.r <= 1)
+		size = req;
+	if (HA_UNLIKELY(ha_stack_calibrating())) {
+		ha_stack_calibrate_frame();
+		return 0;
+	}
+	if (!P.running || ha_prof_busy)
+		return 0;
+	ha_prof_busy = 1;
+	int sampled = 0;
+	record_sample(p, size, &sampled);
+	ha_prof_busy = 0;
+	return sampled;
+}
+
+void ha_prof_on_free(void *p)
 {
 	/* forget the object even when this thread is inside the profiler
 	 * (its address may come back, and a stale entry would stay "in use"
 	 * forever); only the fork window, where we hold every lock, skips */
 	if (HA_UNLIKELY(fork_window))
 		return;
-	if (ha_prof_busy) {
-		if (ha_objmap_remove((uintptr_t)p))
-			est_add(req, -1);
-		return;
-	}
+	ha_objmap_remove((uintptr_t)p);
+}
+
+int64_t ha_prof_check(void)
+{
+	if (!P.running)
+		return INT64_MAX;
+	if (ha_prof_busy || fork_window)
+		return 0;
 	ha_prof_busy = 1;
-	if (ha_objmap_remove((uintptr_t)p))
-		est_add(req, -1);
-	if (P.running && P.d_int > 0 && ts.gen == P.gen) {
-		ts.fbudget -= (int64_t)req;
-		if (ts.fbudget < 0)
-			check_thresholds();
-	}
+	if (ts.gen != __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE))
+		ts.tbudget = 0;   /* not started here yet: ha_prof_due sets it */
+	check_thresholds();
+	int64_t b = ts.fbudget;
 	ha_prof_busy = 0;
+	return b;
 }
 
 /* ------------------------------------------------------------------ */
@@ -584,29 +591,23 @@ int ha_prof_start(const char *prefix, int from_env)
 	P.a_int = ha_prof_opt.alloc_interval;
 	P.d_int = ha_prof_opt.dealloc_interval;
 	P.i_int = ha_prof_opt.inuse_interval;
-	P.exact = ha_prof_opt.exact_totals != 0;
-	P.est_inuse = 0;
-	ha_tcache_prof_totals(P.base);
+	P.compat = ha_prof_opt.exact_totals != 0;
+	ha_books(P.base, P.base_req);
 	P.last_alloc = P.last_free = P.high_water = 0;
 	P.samples = 0;
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	if (from_env && ha_prof_opt.cleanup)
 		cleanup_old();
 	uint64_t zero[2] = { 0, 0 };
-	P.first_sdist = ha_sampler_next(P.r);
-	int64_t c = alloc_room(zero);
-	c = c < P.first_sdist ? c : P.first_sdist;
-	P.first_countdown = c < 0 ? 0 : c;
+	P.share = alloc_room(zero);
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
-	ha_tcache_reset_countdowns(P.first_countdown);
 	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&ha_prof_exact, P.exact, __ATOMIC_RELEASE);
-	__atomic_store_n(&ha_prof_active, P.exact ? HA_PROF_EXACT : HA_PROF_EST, __ATOMIC_RELEASE);
+	ha_alloc_profiling(P.compat ? HA_PROF_COMPAT : HA_PROF_ON);
 	ha_log("Starting tracking the heap\n");
 	ha_unlock(&ha_prof_dump_lock);
 	if (ha_stack_calibrate()) {   /* static links only; no lock held */
 		ha_lock(&ha_prof_dump_lock);
-		ha_tcache_prof_totals(P.base);   /* the probe's blocks do not count */
+		ha_books(P.base, P.base_req);   /* the probe's blocks do not count */
 		ha_unlock(&ha_prof_dump_lock);
 	}
 	if (ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0) {
@@ -622,8 +623,7 @@ void ha_prof_stop(void)
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
-		__atomic_store_n(&ha_prof_active, 0, __ATOMIC_RELEASE);
-		__atomic_store_n(&ha_prof_exact, 0, __ATOMIC_RELEASE);
+		ha_alloc_profiling(HA_PROF_OFF);
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
 		ha_table_lock();
 		ha_objmap_lock_all();

@@ -234,7 +234,7 @@ int ha_stack_calibrate(void)
 	probe_lo = lo;
 	probe_hi = hi;
 	calibrating = 1;
-	ha_tc.sample_left = 0;        /* every probe allocation calls us */
+	ha_alloc_call_back_next();    /* every probe allocation calls us */
 	probe();
 	calibrating = 0;
 	return 1;

@@ -1,8 +1,8 @@
 /* tests/prof_restart.c — exact totals across stops and starts while other
- * threads allocate (spec §5: exact whatever R is).  A thread that allocated
- * in one session carries what is left of its sampling countdown into the
- * next (alloc/entry.c, countdown_pop): its allocations must still be
- * counted, every byte, and its blocks' frees too.  Four workers, twelve
+ * threads allocate (spec §5: exact whatever R is), in compatibility mode.
+ * A running thread joins a new session at its next slow path (here a big
+ * block; else a cache refill or flush, or 256 KiB of allocation): from then
+ * on its allocations must be counted, every byte, and its blocks' frees too.  Four workers, twelve
  * sessions at R = 4096 (samples and threshold checks fall inside the
  * rounds) and at the default; in each, every worker allocates and frees
  * known amounts between barriers, and the totals heapalloc_get_stats
@@ -27,6 +27,7 @@
 
 static pthread_barrier_t ready, go, done;
 static volatile int busy_during_switch;
+static int started, joined[WORKERS];   /* sessions started / seen by each worker */
 
 static size_t size_of(int w, int s, int i)
 {
@@ -43,8 +44,13 @@ static void *worker(void *arg)
 	int w = (int)(intptr_t)arg & 0xff, first = (int)(intptr_t)arg >> 8;
 	void *keep[KEEP];
 	for (int s = first; s < SESSIONS; s++) {
-		while (busy_during_switch)
-			free(malloc(64 + (size_t)w));
+		while (__atomic_load_n(&started, __ATOMIC_ACQUIRE) != s + 1)
+			if (busy_during_switch)          /* traffic across the switch */
+				free(malloc(64 + (size_t)w));
+			else
+				usleep(100);
+		free(malloc(1 << 20));   /* a slow path: joins the session */
+		__atomic_store_n(&joined[w], s + 1, __ATOMIC_RELEASE);
 		pthread_barrier_wait(&ready);          /* quiet: main reads totals */
 		pthread_barrier_wait(&go);
 		for (int i = 0; i < KEEP; i++) {
@@ -83,7 +89,10 @@ static void run(const char *dir, const char *interval)
 	for (int s = 0; s < SESSIONS; s++) {
 		usleep(2000);
 		REQUIRE(heapalloc_profile_start(prefix) == 0);
-		usleep(2000);
+		__atomic_store_n(&started, s + 1, __ATOMIC_RELEASE);
+		for (int w = 0; w < WORKERS; w++)
+			while (__atomic_load_n(&joined[w], __ATOMIC_ACQUIRE) != s + 1)
+				usleep(200);
 		busy_during_switch = 0;
 		pthread_barrier_wait(&ready);
 		uint64_t want = 0;

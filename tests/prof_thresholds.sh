@@ -44,7 +44,11 @@ eq "no interval: files" "$(files none)" "p.0001.heap "
 # exit() dumps, _exit() does not
 run exit exit
 eq "exit(): files" "$(files exit)" "p.0001.heap "
-grep -q "(Exiting, 9 kB in use)" "$tmp/exit.err" || fail "exit reason: $(cat "$tmp/exit.err")"
+# 10 blocks of 1000 bytes: 10 x 1024 allocated (class) bytes by default,
+# 10 x 1000 requested bytes in compatibility mode
+grep -q "(Exiting, 10 kB in use)" "$tmp/exit.err" || fail "exit reason: $(cat "$tmp/exit.err")"
+HEAP_PROFILE_EXACT_TOTALS=1 run exitc exit
+grep -q "(Exiting, 9 kB in use)" "$tmp/exitc.err" || fail "compat exit reason: $(cat "$tmp/exitc.err")"
 run _exit _exit
 eq "_exit(): files" "$(files _exit)" ""
 finish

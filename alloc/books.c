@@ -1,0 +1,147 @@
+/* alloc/books.c — the allocator's books and the profiling switch.
+ *
+ * The books count in the allocated unit (a small block's class size, a big
+ * block's usable bytes) and only on slow paths:
+ *   allocated   drawn - sample_left per thread: every allocation charges the
+ *               countdown, so this is exact at no per-operation cost;
+ *   in use      small: bytes taken from the central cache less bytes given
+ *               back less bytes sitting in thread caches; big: usable bytes
+ *               allocated less freed.
+ * Freed is allocated - in use.  Each thread publishes its figures in its
+ * registry record at its slow paths; readers sum the records and the sums
+ * of threads that have exited.  Compatibility mode adds requested bytes
+ * allocated and freed, counted at every allocation and free.
+ */
+#include "alloc/internal.h"
+
+/* books of threads that have exited: allocated, net, big, req alloc, req free */
+static uint64_t retired[5];
+
+static inline void add_own(uint64_t *c, int64_t v)
+{
+	__atomic_store_n(c, *c + (uint64_t)v, __ATOMIC_RELAXED);
+}
+
+void ha_books_alloc(ha_tcache *tc, int64_t bytes)
+{
+	if (HA_LIKELY(tc->state == 1))
+		tc->drawn += bytes;
+	else
+		__atomic_fetch_add(&retired[0], (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+void ha_books_big(ha_tcache *tc, int64_t bytes)
+{
+	if (HA_LIKELY(tc->state == 1 && tc->node))
+		add_own(&tc->node->big_bytes, bytes);
+	else
+		__atomic_fetch_add(&retired[2], (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+void ha_books_net(ha_tcache *tc, int64_t bytes)
+{
+	if (HA_LIKELY(tc->state == 1 && tc->node))
+		add_own(&tc->node->net_bytes, bytes);
+	else
+		__atomic_fetch_add(&retired[1], (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+void ha_books_req(ha_tcache *tc, int is_free, uint64_t bytes)
+{
+	if (HA_LIKELY(tc->state == 1 && tc->node))
+		add_own(is_free ? &tc->node->req_free_bytes : &tc->node->req_alloc_bytes,
+			(int64_t)bytes);
+	else
+		__atomic_fetch_add(&retired[is_free ? 4 : 3], bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t ha_tcache_cached(const ha_tcache *tc);
+
+void ha_books_publish(ha_tcache *tc, int count_cache)
+{
+	ha_tnode *nd = tc->node;
+	if (tc->state != 1 || !nd)
+		return;
+	__atomic_store_n(&nd->alloc_bytes, (uint64_t)(tc->drawn - tc->sample_left),
+			 __ATOMIC_RELAXED);
+	if (count_cache)
+		__atomic_store_n(&nd->cached_bytes, ha_tcache_cached(tc), __ATOMIC_RELAXED);
+}
+
+void ha_books_retire(ha_tnode *nd)
+{
+	uint64_t *f[5] = { &nd->alloc_bytes, &nd->net_bytes, &nd->big_bytes,
+			   &nd->req_alloc_bytes, &nd->req_free_bytes };
+	for (int i = 0; i < 5; i++) {
+		__atomic_fetch_add(&retired[i], __atomic_load_n(f[i], __ATOMIC_RELAXED),
+				   __ATOMIC_RELAXED);
+		__atomic_store_n(f[i], 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&nd->cached_bytes, 0, __ATOMIC_RELAXED);
+}
+
+void ha_books_totals(uint64_t out[2], uint64_t req[2])
+{
+	ha_tcache *tc = &ha_tc;
+	ha_books_publish(tc, 1);
+	uint64_t s[6];   /* allocated, net, big, cached, req alloc, req free */
+	ha_tcache_sum(s);
+	s[0] += __atomic_load_n(&retired[0], __ATOMIC_RELAXED);
+	s[1] += __atomic_load_n(&retired[1], __ATOMIC_RELAXED);
+	s[2] += __atomic_load_n(&retired[2], __ATOMIC_RELAXED);
+	s[4] += __atomic_load_n(&retired[3], __ATOMIC_RELAXED);
+	s[5] += __atomic_load_n(&retired[4], __ATOMIC_RELAXED);
+	int64_t inuse = (int64_t)(s[1] - s[3] + s[2]);
+	out[0] = s[0];
+	out[1] = inuse < 0 ? 0 : (uint64_t)inuse;
+	req[0] = s[4];
+	req[1] = s[5];
+}
+
+void ha_books(uint64_t out[2], uint64_t req[2])
+{
+	ha_ensure_init();
+	ha_books_totals(out, req);
+}
+
+/* ------------------------------------------------------------------ */
+/* the profiling switch                                                */
+
+void ha_books_sync_slow(ha_tcache *tc)
+{
+	if (tc->state != 1)
+		return;           /* a thread that is not live keeps 0 */
+	tc->epoch = __atomic_load_n(&ha_hot.epoch, __ATOMIC_ACQUIRE);
+	int mode = __atomic_load_n(&ha_hot.prof_mode, __ATOMIC_RELAXED);
+	ha_books_set_countdown(tc, mode == HA_PROF_OFF ? HA_COUNTDOWN_OFF : 0);
+	tc->compat_left = 0;
+	tc->free_check = mode == HA_PROF_OFF ? INT64_MAX : 0;
+}
+
+void ha_alloc_profiling(int mode)
+{
+	ha_ensure_init();
+	if (mode != HA_PROF_OFF) {
+		/* a new session: compat headers of an earlier one stop counting */
+		uint32_t k = ha_prof_key + 1;
+		k = k ? k : 1;
+		__atomic_store_n(&ha_prof_key, k, __ATOMIC_RELAXED);
+		__atomic_store_n(&ha_hdr_mask, ha_hdr_secret ^ (uint64_t)k << 32, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&ha_hot.prof_mode, mode, __ATOMIC_RELEASE);
+	/* 0 is the epoch of a thread that has seen no switch */
+	if (__atomic_add_fetch(&ha_hot.epoch, 1, __ATOMIC_RELEASE) == 0)
+		__atomic_fetch_add(&ha_hot.epoch, 1, __ATOMIC_RELEASE);
+	ha_tcache *tc = &ha_tc;
+	if (tc->state == 0)
+		ha_tcache_attach();
+	ha_books_sync_slow(tc);
+}
+
+void ha_alloc_call_back_next(void)
+{
+	ha_tcache *tc = &ha_tc;
+	if (tc->state == 1)
+		ha_books_set_countdown(tc, 0);
+	tc->compat_left = 0;
+}

@@ -1,0 +1,251 @@
+/* alloc/compat.c — compatibility mode (HEAP_PROFILE_EXACT_TOTALS=1): what
+ * gperftools counts, the requested size of every allocation and free, kept
+ * in a 16-byte header before each small block (big blocks keep it in their
+ * header word).  Its countdown (ha_tcache.compat_left) runs in requested
+ * bytes; the fast path's countdown stays 0, so every malloc comes here.
+ *
+ * A small block's header, the 16 bytes before the program's pointer:
+ *     word 0   requested size
+ *     word 1   ha_hdr_secret ^ session << 32 ^ flags (HA_HDR_SAMPLED,
+ *              HA_HDR_ALIGNED), i.e. ha_hdr_mask for an ordinary block of
+ *              the current session: one compare checks that the header is
+ *              real, that the block counts and that free has nothing else
+ *              to do.
+ * The program's pointer is never a block start, so free's plain-block check
+ * fails and sends it to ha_compat_free_small.  Word 1 is cleared on free,
+ * so a second free of the same pointer aborts.  Only blocks of the current
+ * session count.
+ */
+#include "alloc/fastpath.h"
+#include <errno.h>
+
+#define HA_HDR 16
+#define HA_HDR_SAMPLED ((uint64_t)1)
+/* the header is not the block's start (an aligned request: the program's
+ * pointer is block + align), so free must find the block the long way */
+#define HA_HDR_ALIGNED ((uint64_t)2)
+#define HA_HDR_FLAGS (HA_HDR_SAMPLED | HA_HDR_ALIGNED)
+
+static inline uint64_t big_session(void)
+{
+	return (uint64_t)(__atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED) & 0x7fff) << HA_BIG_SESSION_SHIFT;
+}
+
+/* Check word of a header of the current session. */
+static inline uint64_t hdr_check(void)
+{
+	return __atomic_load_n(&ha_hdr_mask, __ATOMIC_RELAXED);
+}
+
+/* May p - 16 be read as a header before anything else is known of p?  Yes
+ * when p is not in the first 16 bytes of its page (spans are whole pages,
+ * all mapped). */
+static inline int hdr_readable(const void *p)
+{
+	return ((uintptr_t)p & (HA_PAGE_SIZE - HA_HDR)) != 0;
+}
+
+/* Word i of the header before p, p of any alignment (hdr_readable). */
+static inline uint64_t hdr_word(const void *p, int i)
+{
+	uint64_t w;
+	memcpy(&w, (const char *)p - HA_HDR + 8 * i, sizeof w);
+	return w;
+}
+
+/* The session of a real header, or 0 if h holds none. */
+static inline uint32_t hdr_session(const uint64_t *h)
+{
+	uint64_t x = h[1] ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
+	return ((uint32_t)x & ~(uint32_t)HA_HDR_FLAGS) == 0 ? (uint32_t)(x >> 32) : 0;
+}
+
+static inline uint64_t hdr_flags(const uint64_t *h)
+{
+	return (h[1] ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED)) & HA_HDR_FLAGS;
+}
+
+/* Class for a request of n bytes plus the header, or 0 (goes big).  A
+ * 0-byte request gets 1 byte: its pointer must lie inside its block. */
+static inline unsigned hdr_class(size_t n)
+{
+	if (HA_LIKELY(n <= HA_HDR_LO_MAX))
+		return ha_class_hdr_lo[(n + 7) >> 3];
+	if (HA_LIKELY(n <= HA_SMALL_MAX - HA_HDR))
+		return ha_size_to_class(n + HA_HDR);
+	return n <= HA_SMALL_MAX ? HA_CLASS_HDR_MAX : 0;
+}
+
+uint64_t *ha_compat_hdr_of(void *p, uintptr_t rem, const char *what)
+{
+	if (rem == 0)
+		return NULL;
+	uint64_t *h = (uint64_t *)p - 2;
+	if (HA_UNLIKELY(rem < HA_HDR || (rem & (HA_MIN_ALIGN - 1)) || !hdr_session(h))) {
+		if (rem >= HA_HDR && !(rem & (HA_MIN_ALIGN - 1)) && h[1] == 0)
+			ha_fatal("double free or corruption (a profiled block freed twice?)", p);
+		ha_fatal(what, p);
+	}
+	return h;
+}
+
+/* Does this thread count compat blocks now? */
+static inline int counting(const ha_tcache *tc)
+{
+	return ha_hot.prof_mode == HA_PROF_COMPAT && tc->state == 1;
+}
+
+/* A new compat block of n requested bytes at p (h: its small header, or
+ * NULL for a big block): count it, run the countdown, sample when due. */
+static void note_alloc(ha_tcache *tc, void *p, uint64_t *h, size_t n)
+{
+	ha_books_req(tc, 0, n);
+	uint64_t *w = NULL;
+	if (h) {
+		h[0] = n;
+		h[1] = hdr_check();
+	} else {
+		w = ha_big_word(p);
+		*w = HA_BIG_TRACKED | big_session() | n;
+	}
+	int64_t left = tc->compat_left - (int64_t)n;
+	if (HA_UNLIKELY(left < 0 || (n == 0 && tc->compat_left == 0))) {
+		if (ha_prof_due(tc->compat_left, n, &left) && ha_prof_sampled(p, n, n)) {
+			if (h)
+				h[1] ^= HA_HDR_SAMPLED;
+			else
+				*w |= HA_LARGE_SAMPLED;
+		}
+	}
+	tc->compat_left = left;
+}
+
+/* End of a compat small block's life (h: its header, checked). */
+static void forget_small(void *p, uint64_t *h)
+{
+	size_t req = (size_t)h[0];
+	uint64_t flags = hdr_flags(h);
+	uint32_t session = hdr_session(h);
+	h[1] = 0;
+	if (ha_hot.prof_mode == HA_PROF_OFF || session != ha_prof_key)
+		return;
+	ha_tcache *tc = &ha_tc;
+	if (HA_UNLIKELY(flags & HA_HDR_SAMPLED))
+		ha_prof_on_free(p);
+	if (counting(tc)) {
+		ha_books_req(tc, 1, req);
+		ha_books_freed(tc, (int64_t)req);
+	}
+}
+
+void *ha_compat_alloc(size_t n, size_t align, int zero)
+{
+	ha_tcache *tc = &ha_tc;
+	size_t pad = align <= HA_MIN_ALIGN ? HA_HDR : align;
+	unsigned cls = 0;
+	if (align <= HA_MIN_ALIGN)
+		cls = hdr_class(n);
+	else if (n < HA_SMALL_MAX - pad)
+		cls = ha_aligned_class(n + pad + (n == 0), align);
+	if (!cls) {
+		void *p = ha_big_block(n, align, zero);
+		if (HA_UNLIKELY(!p))
+			return NULL;
+		ha_books_big(tc, (int64_t)n);
+		ha_books_alloc(tc, (int64_t)n);
+		note_alloc(tc, p, NULL, n);
+		ha_books_publish(tc, 0);
+		return p;
+	}
+	char *b = ha_class_block(cls, n + pad);
+	if (HA_UNLIKELY(!b))
+		return NULL;
+	ha_books_alloc(tc, ha_class_size[cls]);
+	char *p = b + pad;
+	if (zero)
+		memset(p, 0, n);
+	uint64_t *h = (uint64_t *)p - 2;
+	note_alloc(tc, p, h, n);
+	if (pad != HA_HDR)
+		h[1] ^= HA_HDR_ALIGNED;
+	return p;
+}
+
+void ha_compat_free_small(ha_span *s, void *p)
+{
+	/* the common case first: an ordinary block of this session (the check
+	 * word is 0 until the first session: no header matches then) */
+	uint64_t m = hdr_check();
+	if (HA_LIKELY(m && hdr_readable(p) && hdr_word(p, 1) == m)) {
+		uint64_t *h = (uint64_t *)p - 2;
+		h[1] = 0;
+		ha_tcache *tc = &ha_tc;
+		if (HA_LIKELY(counting(tc))) {
+			ha_books_req(tc, 1, h[0]);
+			ha_books_freed(tc, (int64_t)h[0]);
+		}
+		ha_push_checked(s->cls, h);
+		return;
+	}
+	char *b;
+	uintptr_t rem = ha_block_of(s, p, &b);
+	uint64_t *h = ha_compat_hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
+	if (h)
+		forget_small(p, h);
+	ha_push_checked(s->cls, b);
+}
+
+void ha_big_forget(uint64_t v, void *p)
+{
+	if (ha_hot.prof_mode == HA_PROF_OFF)
+		return;
+	if (!(v & HA_BIG_TRACKED)) {       /* a sample of the default mode */
+		if (v & HA_LARGE_SAMPLED)
+			ha_prof_on_free(p);
+		return;
+	}
+	if ((v & ((uint64_t)0x7fff << HA_BIG_SESSION_SHIFT)) != big_session())
+		return;
+	if (v & HA_LARGE_SAMPLED)
+		ha_prof_on_free(p);
+	ha_tcache *tc = &ha_tc;
+	if (counting(tc)) {
+		size_t req = (size_t)HA_BIG_BYTES(v);
+		ha_books_req(tc, 1, req);
+		ha_books_freed(tc, (int64_t)req);
+	}
+}
+
+int ha_compat_realloc_here(const ha_span *s, void *p, uint64_t *h, size_t n)
+{
+	if (hdr_class(n) != s->cls)
+		return 0;
+	ha_tcache *tc = &ha_tc;
+	if (hdr_flags(h) & HA_HDR_ALIGNED)
+		return 0;
+	if (!counting(tc)) {
+		h[0] = n;
+		return 1;
+	}
+	/* with compat profiling on, in place is a free plus an allocation */
+	forget_small(p, h);
+	note_alloc(tc, p, h, n);
+	return 1;
+}
+
+void ha_compat_big_resized(void *old, void *q, uint64_t v, size_t n)
+{
+	uint64_t *w = ha_big_word(q);
+	if (!(v & HA_BIG_TRACKED)) {       /* a default-mode sample */
+		if (q != old) {            /* moved: its record would go stale */
+			*w = n;
+			ha_big_forget(v, old);
+		}
+		return;
+	}
+	*w = n;
+	ha_big_forget(v, old);
+	ha_tcache *tc = &ha_tc;
+	if (counting(tc))
+		note_alloc(tc, q, NULL, n);
+}

@@ -1,0 +1,122 @@
+/* alloc/fastpath.h — the inline pieces the entry points are made of, shared
+ * by entry.c (the entry points) and compat.c (compatibility-mode blocks).
+ */
+#ifndef HA_ALLOC_FASTPATH_H
+#define HA_ALLOC_FASTPATH_H
+#include "alloc/internal.h"
+#include <string.h>
+
+/* Pop a block of class cls from this thread's list (refill when empty). */
+static inline void *ha_small_pop(unsigned cls, size_t n)
+{
+	ha_tlist *l = &ha_tc.list[cls];
+	void *p = l->head;
+	if (HA_LIKELY(p)) {
+		l->head = *(void **)p;
+		l->room++;
+		return p;
+	}
+	return ha_tcache_refill(cls, n);
+}
+
+/* Push a block onto this thread's list; the same block twice in a row is a
+ * double free. */
+static inline void ha_push_checked(unsigned cls, void *p)
+{
+	ha_tlist *l = &ha_tc.list[cls];
+	if (HA_UNLIKELY(l->head == p))
+		ha_fatal("free(): double free detected", p);
+	*(void **)p = l->head;
+	l->head = p;
+	if (HA_UNLIKELY(--l->room < 0))
+		ha_tcache_overflow(l, cls);
+}
+
+/* Is p the start of one of span s's blocks (a plain block)? */
+static inline int ha_plain_start(const ha_span *s, const void *p)
+{
+	uintptr_t off = (uintptr_t)p - s->base;
+	uint32_t idx = (uint32_t)(((uint64_t)off * s->recip) >> 32);
+	return (uintptr_t)idx * s->size == off && idx < s->nobj;
+}
+
+/* *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction
+ * whose flags the branch uses (the compiler otherwise loads, copies,
+ * subtracts, stores and tests). */
+static inline int ha_countdown_take(int64_t *c, int64_t n)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	int more;
+	__asm__("subq %2, %0" : "+m"(*c), "=@ccg"(more) : "er"(n));
+	return more;
+#else
+	return (*c -= n) > 0;
+#endif
+}
+
+/* Owner-only counters, read racily by other threads: one read-modify-write
+ * instruction without a lock prefix (a reader sees the old or the new value
+ * of an aligned 8-byte word), elsewhere a relaxed store of the sum. */
+static inline void ha_counter_add(uint64_t *c, uint64_t v)
+{
+#if defined(__x86_64__)
+	__asm__("addq %1, %0" : "+m"(*c) : "er"(v));
+#else
+	__atomic_store_n(c, *c + v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Where p sits in its span: *bp the block's start; returns p's offset in
+ * it.  Aborts if p is outside the span's blocks. */
+static inline uintptr_t ha_block_of(const ha_span *s, const void *p, char **bp)
+{
+	uintptr_t off = (uintptr_t)p - s->base;
+	uint32_t idx = (uint32_t)(((uint64_t)off * s->recip) >> 32);
+	if (HA_UNLIKELY(idx >= s->nobj))
+		ha_fatal("free(): invalid pointer (not the start of a block)", p);
+	uintptr_t rem = off - (uintptr_t)idx * s->size;
+	*bp = (char *)p - rem;
+	return rem;
+}
+
+/* Header word of a big (large or huge) block. */
+static inline uint64_t *ha_big_word(void *p)
+{
+	return ha_huge_is(p) ? ha_huge_req(p) : ha_arena_large_req(p);
+}
+
+
+/* ---- entry.c ---- */
+/* Smallest class >= n whose size is a multiple of align (align <= 4096,
+ * power of two); 0 if none fits in a size class. */
+unsigned ha_aligned_class(size_t n, size_t align);
+/* A block from class cls, or NULL with errno ENOMEM (the refill has
+ * released the caches and retried). */
+void *ha_class_block(unsigned cls, size_t n);
+/* A big block (large or huge by size; align 0 or a power of two), retried
+ * once after releasing caches; NULL with errno ENOMEM.  Not in the books. */
+void *ha_big_block(size_t n, size_t align, int zero);
+
+/* ---- compat.c: compatibility mode (HEAP_PROFILE_EXACT_TOTALS=1) ---- */
+/* Any allocation in compatibility mode: a small block with its 16-byte
+ * header, or a big block whose header word holds the size. */
+void *ha_compat_alloc(size_t n, size_t align, int zero);
+/* free of a small block that is not a plain block start: a compat block,
+ * or an invalid pointer (aborts). */
+void ha_compat_free_small(ha_span *s, void *p) HA_NOINLINE;
+/* End of a big block's life (v: its header word, read before the block
+ * moved or went away; p its address then): report a sampled block, count
+ * a compat block. */
+void ha_big_forget(uint64_t v, void *p);
+/* The header before p (rem bytes into its block), NULL for a plain block;
+ * aborts on a pointer that is neither. */
+uint64_t *ha_compat_hdr_of(void *p, uintptr_t rem, const char *what);
+/* realloc of a compat block h (rem == 16) that stays in its class: the
+ * accounting of a free plus an allocation.  1 if it stayed. */
+int ha_compat_realloc_here(const ha_span *s, void *p, uint64_t *h, size_t n);
+/* A big block with header word v resized in place (huge: perhaps moved
+ * from old to q) to n bytes: a sampled block that moved is forgotten; a
+ * compat block counts a free and an allocation. */
+void ha_compat_big_resized(void *old, void *q, uint64_t v, size_t n);
+
+#endif
