@@ -66,6 +66,10 @@ static int calibrated;
 static HA_TLS int calibrating;
 static uintptr_t probe_lo, probe_hi;
 
+static int stack_unwind(void **buf, int size);
+static int shared_unwind(void **buf, int size, void *first);
+static int fast_trace_from(void **buf, int size, void *first);
+
 static void add_range(uintptr_t lo, uintptr_t hi)
 {
 	for (int i = 0; i < nranges; i++)
@@ -158,6 +162,15 @@ void ha_stack_init(void)
 		add_object_of((const void *)&ha_stack_init);
 	else
 		static_mode = 1;      /* our text is the program's: see calibrate */
+	if (static_mode) {            /* frames of the unwinder's own, if any */
+		const void *own[] = { (const void *)stack_unwind, (const void *)shared_unwind,
+				      (const void *)fast_trace_from };
+		for (int i = 0; i < 3; i++) {
+			uintptr_t lo, hi;
+			if (function_range((uintptr_t)own[i], &lo, &hi))
+				add_range(lo, hi);
+		}
+	}
 	add_object_of((const void *)&unw_backtrace);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	stack_ready = 1;
@@ -305,15 +318,27 @@ static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_
 }
 
 /* The row for the frame at *c (its IP is ip), from its FDE, kept in the
- * table when there is room and no other writer; tmp holds it otherwise. */
+ * table when there is room and no other writer; tmp holds it otherwise.
+ * Only a call's frame gets a row: its caller's IP is stored at CFA - 8 and
+ * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
+ * the IP elsewhere, and the frame it interrupted must be looked up at its
+ * exact IP, so no_row sends such stacks to the fast trace. */
 static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 {
 	unw_cursor_t probe = *c;  /* iterating moves the cursor's own state */
 	struct pick p = { ip - 1, tmp, 0 };
 	const void *row = no_row;
-	if (unw_is_signal_frame(&probe) <= 0 &&
-	    unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found)
-		row = tmp;
+	if (unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found) {
+		unw_save_loc_t ra;
+		unw_word_t cfa;
+		probe = *c;
+		int r = unw_apply_reg_state(&probe, tmp);
+		if (r == 0 ||
+		    (r > 0 && unw_get_save_loc(&probe, UNW_X86_64_RIP, &ra) == 0 &&
+		     unw_get_reg(&probe, UNW_REG_SP, &cfa) == 0 &&
+		     ra.type == UNW_SLT_MEMORY && ra.u.addr == cfa - 8))
+			row = tmp;
+	}
 	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return row;
 	unsigned s = slot_of(ip);
@@ -326,57 +351,65 @@ static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 			if (rows_used == NROWS)
 				break;
 			memcpy(rows[rows_used], row, ROW_BYTES);
-			row = rows[rows_used++];
+			row = rows[rows_used];
+			__atomic_store_n(&rows_used, rows_used + 1, __ATOMIC_RELAXED);
 		}
 		slots[s].row = row;
 		__atomic_store_n(&slots[s].ip, ip, __ATOMIC_RELEASE);
-		slots_used++;
+		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
 		break;
 	}
 	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
 	return row;
 }
 
-/* libunwind's fast trace for a stack the rows cannot walk, from the frame
- * whose return address is first (frames of ours below it are dropped). */
-__attribute__((noinline)) static int fast_trace_from(void **buf, int size, void *first)
+/* Entries of tmp from the one equal to first (the hook's return address)
+ * into buf: frames of ours below it, when a call here was not a tail call,
+ * are dropped. */
+static int from_first(void **buf, int size, void *const *tmp, int n, void *first)
 {
-	void *tmp[HA_STACK_RAW + 4];
-	if (size > HA_STACK_RAW)
-		size = HA_STACK_RAW;
-	int n = unw_backtrace(tmp, size + 4), i = 0;
+	int i = 0;
 	while (i < n && i < 4 && tmp[i] != first)
 		i++;
 	if (i == n || i == 4)
 		i = 0;
 	n = n - i < size ? n - i : size;
-	memcpy(buf, tmp + i, (size_t)n * sizeof *buf);
-	return n;
+	memcpy(buf, tmp + i, (size_t)(n > 0 ? n : 0) * sizeof *buf);
+	return n > 0 ? n : 0;
 }
 
-/* The walk over the shared rows, from the frame of this function (the
- * caller's return address is the first entry, as with unw_backtrace).
- * Ends like unw_step: undefined return address or RBP, or a bad frame. */
-__attribute__((noinline)) static int shared_unwind(void **buf, int size)
+/* libunwind's fast trace for a stack the rows cannot walk. */
+__attribute__((noinline)) static int fast_trace_from(void **buf, int size, void *first)
+{
+	void *tmp[HA_STACK_RAW + 4];
+	return from_first(buf, size, tmp, unw_backtrace(tmp, size + 4), first);
+}
+
+/* The walk over the shared rows, from the frame of this function.  Ends
+ * like unw_step: undefined return address or RBP, or a bad frame. */
+__attribute__((noinline)) static int shared_unwind(void **buf, int size, void *first)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
 	unw_word_t ip;
-	unsigned char tmp[ROW_BYTES] __attribute__((aligned(16)));
+	unsigned char row_tmp[ROW_BYTES] __attribute__((aligned(16)));
+	void *tmp[HA_STACK_RAW + 4];
 	int n = 0;
+	if (size > HA_STACK_RAW)
+		size = HA_STACK_RAW;
 	unw_getcontext(&uc);
 	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
-		return fast_trace_from(buf, size, __builtin_return_address(0));
-	while (n < size) {
+		return fast_trace_from(buf, size, first);
+	while (n < size + 4) {
 		const void *row = row_of((uintptr_t)ip);
 		if (!row) {
 			if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= NSLOTS / 2 ||
 			    __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS)
-				return fast_trace_from(buf, size, __builtin_return_address(0));
-			row = learn_row(&c, (uintptr_t)ip, tmp);
+				return fast_trace_from(buf, size, first);
+			row = learn_row(&c, (uintptr_t)ip, row_tmp);
 		}
 		if (row == no_row)
-			return fast_trace_from(buf, size, __builtin_return_address(0));
+			return fast_trace_from(buf, size, first);
 		if (unw_apply_reg_state(&c, (void *)row) <= 0)
 			break;
 		unw_save_loc_t rbp;
@@ -384,19 +417,20 @@ __attribute__((noinline)) static int shared_unwind(void **buf, int size)
 			break;
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip < 0x4000)
 			break;
-		buf[n++] = (void *)ip;
+		tmp[n++] = (void *)ip;
 	}
-	return n;
+	return from_first(buf, size, tmp, n, first);
 }
 
-/* The unwinder the sampling hook calls from its own frame (profiler.c);
- * both branches are tail calls, so no frame of ours is walked. */
+/* The unwinder the sampling hook calls from its own frame (profiler.c),
+ * so that no extra frame of ours has to be walked and then dropped: the
+ * warm branch is a tail call (and the other starts at the hook's frame). */
 static int stack_unwind(void **buf, int size)
 {
 	if (HA_LIKELY(thread_stacks >= SHARED_SAMPLES))
 		return unw_backtrace(buf, size);
 	thread_stacks++;
-	return shared_unwind(buf, size);
+	return shared_unwind(buf, size, __builtin_return_address(0));
 }
 
 int (*const ha_stack_unwind)(void **buf, int size) = stack_unwind;

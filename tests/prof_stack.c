@@ -3,8 +3,8 @@
  * shared rows, frame for frame what libunwind's fast trace returns, without
  * the fast trace's per-thread table (its page faults); through a frame
  * with a variable-length array (CFA on RBP), through libc (qsort's
- * comparator) and through a signal handler (where the rows hand over to
- * the fast trace).
+ * comparator) and through signal handlers, raised and asynchronous (where
+ * the rows hand over to the fast trace).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -13,6 +13,7 @@
 #include <libunwind.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,52 @@ __attribute__((noinline)) static int depth(int d)
 	return 0;
 }
 
+/* A thread interrupted anywhere in a loop of calls and stack moves: the
+ * interrupted frame must be looked up at its exact IP. */
+static volatile int spin_stop, handled;
+
+static void on_async(int sig)
+{
+	(void)sig;
+	compare(0);
+	__atomic_fetch_add(&handled, 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((noinline)) static int spin_leaf(volatile int *v, int n)
+{
+	volatile int a[8];
+	for (int i = 0; i < 8; i++)
+		a[i] = v[i % 2] + n;
+	return a[n & 7];
+}
+
+static void *spinner(void *arg)
+{
+	volatile int v[2] = { 1, 2 };
+	int x = 0;
+	(void)arg;
+	while (!spin_stop)
+		x += spin_leaf(v, x);
+	return (void *)(long)x;
+}
+
+static void async_signals(int threads, int signals)
+{
+	for (int t = 0; t < threads; t++) {
+		pthread_t th;
+		spin_stop = 0;
+		REQUIRE(pthread_create(&th, NULL, spinner, NULL) == 0);
+		for (int i = 0; i < signals; i++) {
+			int before = __atomic_load_n(&handled, __ATOMIC_ACQUIRE);
+			pthread_kill(th, SIGUSR2);
+			while (__atomic_load_n(&handled, __ATOMIC_ACQUIRE) == before)
+				sched_yield();
+		}
+		spin_stop = 1;
+		pthread_join(th, NULL);
+	}
+}
+
 static void *thread(void *arg)
 {
 	depth((int)(long)arg);
@@ -140,6 +187,11 @@ int main(void)
 	 * most a page of stack */
 	CHECK_GE(first_faults_max, 0);
 	CHECK_LE(first_faults_max, 8);
+
+	signal(SIGUSR2, on_async);
+	async_signals(20, 30);
+	CHECK_EQ(compared, THREADS * 4 + 20 * 30);
+	CHECK_EQ(differed, 0);
 
 	pthread_t t;
 	REQUIRE(pthread_create(&t, NULL, long_lived, NULL) == 0);
