@@ -23,15 +23,18 @@
  *     about 2 us a stack, no system call and no per-thread memory, so a
  *     short-lived thread never creates the fast trace's table.
  * A frame the rows cannot describe (a signal frame, no unwind info) or a
- * full table sends that stack to unw_backtrace.
+ * full table sends that stack to unw_backtrace.  Rows are never taken
+ * back, so once any object has been unloaded (dlclose: other code may come
+ * to the same addresses) the rows are no longer used.
  *
- * unw_set_caching_policy(UNW_CACHE_PER_THREAD) only sizes the DWARF cache
- * used on the fast trace's misses; libunwind 1.6 built without __thread
- * support (Debian 12) quietly keeps UNW_CACHE_GLOBAL.
+ * unw_set_caching_policy() picks only the DWARF cache behind the fast
+ * trace's misses; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
+ * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD.
  *
  * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
- * ha_stack_trim; both unwinders are reached by tail calls, so no frame of
- * ours sits between the hook and the walk.  Walking costs per frame, so
+ * ha_stack_trim; the fast trace is reached by a tail call and the shared
+ * walk starts at the hook's frame, so no frame of ours is walked or kept
+ * (at -O0, without tail calls, ha_stack_trim drops ours).  Walking costs per frame, so
  * the hook asks for HA_PROF_DEPTH + (our frames seen so far) rather than a
  * fixed HA_STACK_RAW: deep stacks stop after the frames that are kept.
  *
@@ -51,6 +54,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +71,14 @@ static HA_TLS int calibrating;
 static uintptr_t probe_lo, probe_hi;
 
 static int stack_unwind(void **buf, int size);
+static unsigned long long rows_subs;    /* objects unloaded when rows began */
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)arg = info->dlpi_subs;
+	return 1;
+}
 static int shared_unwind(void **buf, int size, void *first);
 static int fast_trace_from(void **buf, int size, void *first);
 
@@ -172,6 +184,7 @@ void ha_stack_init(void)
 		}
 	}
 	add_object_of((const void *)&unw_backtrace);
+	dl_iterate_phdr(read_subs, &rows_subs);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	stack_ready = 1;
 }
@@ -284,6 +297,20 @@ static unsigned rows_used, slots_used;
 static int writer;                /* 1 while a thread adds a row */
 static const unsigned char no_row[1];
 static HA_TLS unsigned thread_stacks;
+static int rows_off;                    /* an object was unloaded since */
+
+/* Whether the rows may still be used: no object unloaded since they began. */
+static int rows_valid(void)
+{
+	unsigned long long subs = ~0ull;
+	if (__atomic_load_n(&rows_off, __ATOMIC_RELAXED))
+		return 0;
+	dl_iterate_phdr(read_subs, &subs);
+	if (subs == __atomic_load_n(&rows_subs, __ATOMIC_RELAXED))
+		return 1;
+	__atomic_store_n(&rows_off, 1, __ATOMIC_RELAXED);
+	return 0;
+}
 
 static inline unsigned slot_of(uintptr_t ip)
 {
@@ -397,6 +424,8 @@ __attribute__((noinline)) static int shared_unwind(void **buf, int size, void *f
 	int n = 0;
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
+	if (!rows_valid())
+		return fast_trace_from(buf, size, first);
 	unw_getcontext(&uc);
 	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
 		return fast_trace_from(buf, size, first);

@@ -4,7 +4,8 @@
  * the fast trace's per-thread table (its page faults); through a frame
  * with a variable-length array (CFA on RBP), through libc (qsort's
  * comparator) and through signal handlers, raised and asynchronous (where
- * the rows hand over to the fast trace).
+ * the rows hand over to the fast trace); once an object has been unloaded
+ * the rows are left alone.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -12,6 +13,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -169,6 +172,19 @@ static void *long_lived(void *arg)
 	return NULL;
 }
 
+static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	*(unsigned long long *)arg = info->dlpi_subs;
+	return 1;
+}
+
+static unsigned long long unloads(void)
+{
+	unsigned long long subs = 0;
+	dl_iterate_phdr(read_subs, &subs);
+	return subs;
+}
+
 int main(void)
 {
 	ha_stack_init();
@@ -197,5 +213,21 @@ int main(void)
 	REQUIRE(pthread_create(&t, NULL, long_lived, NULL) == 0);
 	pthread_join(t, NULL);
 	CHECK_GE(fast_faults_max, 32);
+
+	/* after a dlclose that unloads (libm: this program does not link it)
+	 * a fresh thread's first stack is the fast trace's, table and all */
+	unsigned long long before = unloads();
+	void *h = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		dlclose(h);
+	if (h && unloads() > before) {
+		first_faults_max = -1;
+		REQUIRE(pthread_create(&t, NULL, thread, (void *)2L) == 0);
+		pthread_join(t, NULL);
+		CHECK_GE(first_faults_max, 32);
+		CHECK_EQ(differed, 0);
+	} else {
+		fprintf(stderr, "note: libm.so.6 was not unloaded: the dlclose case is not run\n");
+	}
 	return CHECK_DONE();
 }
