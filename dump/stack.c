@@ -9,28 +9,41 @@
  * ha_stack_calibrate() instead learns the exact functions on every
  * allocation path by probing each entry point once.
  *
- * Cost (measured on this machine, 35-frame stacks, after warm-up):
- *   unw_backtrace (x86_64 fast trace, per-thread cache)  0.3-0.8 us/stack,
- *                                                         no system call
- *   unw_step/unw_get_reg loop (what gperftools does)      13-30 us/stack,
- *                                                         70 sigprocmask
- * The fast trace keeps a per-thread cache of frame descriptors keyed by IP;
- * UNW_CACHE_PER_THREAD keeps its fallback path (frames it cannot describe)
- * free of the global cache lock and its sigprocmask too.  (unw_set_cache_size
- * sizes only that fallback's DWARF register-state cache, consulted when the
- * fast trace meets an IP for the first time on a thread; in steady state
- * the fast trace hits its own cache, so the default size is kept.)
+ * Two unwinders, chosen per thread by how many stacks it has captured:
+ *   - libunwind's x86_64 fast trace (unw_backtrace), 0.2-0.8 us for a
+ *     25-35 frame stack, no system call, once the thread is warm.  Its
+ *     frame cache is per thread whatever the caching policy: a thread's
+ *     first call maps and fills a fresh 256 KiB table (64 page faults) and
+ *     its exit unmaps it, and every IP the thread has not met yet costs a
+ *     DWARF lookup under libunwind's global cache lock (two sigprocmask).
+ *   - the shared rows below, for a thread's first SHARED_SAMPLES stacks:
+ *     one process-wide table of DWARF register-state rows keyed by IP,
+ *     filled through libunwind's API (unw_reg_states_iterate) the first
+ *     time any thread meets an IP and replayed with unw_apply_reg_state:
+ *     about 2 us a stack, no system call and no per-thread memory, so a
+ *     short-lived thread never creates the fast trace's table.
+ * A frame the rows cannot describe (a signal frame, no unwind info) or a
+ * full table sends that stack to unw_backtrace.  Rows are never taken
+ * back, so once any object has been unloaded (dlclose: other code may come
+ * to the same addresses) the rows are no longer used.
+ *
+ * unw_set_caching_policy() picks only the DWARF cache behind the fast
+ * trace's misses; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
+ * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD.
  *
  * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
- * ha_stack_trim: a capture function of our own would be one more frame to
- * walk and drop (~70 instructions).  Walking costs per frame, so the hook
- * asks for HA_PROF_DEPTH + (our frames seen so far) rather than a fixed
- * HA_STACK_RAW: deep stacks stop after the frames that are kept.
+ * ha_stack_trim; the fast trace is reached by a tail call and the shared
+ * walk starts at the hook's frame, so no frame of ours is walked or kept
+ * (at -O0, without tail calls, ha_stack_trim drops ours).  Walking costs per frame, so
+ * the hook asks for HA_PROF_DEPTH + (our frames seen so far) rather than a
+ * fixed HA_STACK_RAW: deep stacks stop after the frames that are kept.
  *
  * Never call with a profiler lock held: the unwinder may take the dynamic
  * loader's lock (dl_iterate_phdr) on a cache miss.  The caller holds the
  * thread's re-entrancy guard (ha_prof_busy), so any allocation libunwind
- * makes is never sampled.
+ * makes is never sampled.  The shared rows are read without a lock; one
+ * writer at a time adds to them (a busy writer flag means the row is used
+ * once and not kept), so no thread ever waits on another.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -41,6 +54,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +69,18 @@ static int static_mode;           /* heapalloc linked into the program */
 static int calibrated;
 static HA_TLS int calibrating;
 static uintptr_t probe_lo, probe_hi;
+
+static int stack_unwind(void **buf, int size);
+static unsigned long long rows_subs;    /* objects unloaded when rows began */
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)arg = info->dlpi_subs;
+	return 1;
+}
+static int shared_unwind(void **buf, int size, void *first);
+static int fast_trace_from(void **buf, int size, void *first);
 
 static void add_range(uintptr_t lo, uintptr_t hi)
 {
@@ -148,7 +174,17 @@ void ha_stack_init(void)
 		add_object_of((const void *)&ha_stack_init);
 	else
 		static_mode = 1;      /* our text is the program's: see calibrate */
+	if (static_mode) {            /* frames of the unwinder's own, if any */
+		const void *own[] = { (const void *)stack_unwind, (const void *)shared_unwind,
+				      (const void *)fast_trace_from };
+		for (int i = 0; i < 3; i++) {
+			uintptr_t lo, hi;
+			if (function_range((uintptr_t)own[i], &lo, &hi))
+				add_range(lo, hi);
+		}
+	}
 	add_object_of((const void *)&unw_backtrace);
+	dl_iterate_phdr(read_subs, &rows_subs);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	stack_ready = 1;
 }
@@ -240,9 +276,193 @@ int ha_stack_calibrate(void)
 	return 1;
 }
 
-/* The unwinder, called by the sampling hook from its own frame (profiler.c),
- * so that no extra frame of ours has to be walked and then dropped. */
-int (*const ha_stack_unwind)(void **buf, int size) = unw_backtrace;
+/* ---- shared rows ----------------------------------------------------------
+ * slots: open addressing on the IP (a return address, looked up at IP - 1
+ * as unw_step does), at most PROBES apart, filled at most half.  A slot's
+ * row is written before its ip is published (release), and never changes
+ * after, so a reader that sees its ip (acquire) sees the whole row.
+ * no_row marks an IP the rows cannot describe (cached too, so the DWARF
+ * lookup is not repeated).  Only pages that get used are ever touched. */
+#define SHARED_SAMPLES 32         /* stacks a thread takes from the rows */
+#define SLOT_BITS 14
+#define NSLOTS (1u << SLOT_BITS)
+#define PROBES 16
+#define ROW_BYTES 192             /* libunwind 1.6: 184-byte register state */
+#define NROWS 4096
+
+struct slot { uintptr_t ip; const void *row; };
+static struct slot slots[NSLOTS];
+static unsigned char rows[NROWS][ROW_BYTES] __attribute__((aligned(16)));
+static unsigned rows_used, slots_used;
+static int writer;                /* 1 while a thread adds a row */
+static const unsigned char no_row[1];
+static HA_TLS unsigned thread_stacks;
+static int rows_off;                    /* an object was unloaded since */
+
+/* Whether the rows may still be used: no object unloaded since they began. */
+static int rows_valid(void)
+{
+	unsigned long long subs = ~0ull;
+	if (__atomic_load_n(&rows_off, __ATOMIC_RELAXED))
+		return 0;
+	dl_iterate_phdr(read_subs, &subs);
+	if (subs == __atomic_load_n(&rows_subs, __ATOMIC_RELAXED))
+		return 1;
+	__atomic_store_n(&rows_off, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static inline unsigned slot_of(uintptr_t ip)
+{
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> (64 - SLOT_BITS));
+}
+
+static inline const void *row_of(uintptr_t ip)
+{
+	unsigned s = slot_of(ip);
+	for (int i = 0; i < PROBES; i++, s = (s + 1) & (NSLOTS - 1)) {
+		uintptr_t k = __atomic_load_n(&slots[s].ip, __ATOMIC_ACQUIRE);
+		if (k == ip)
+			return slots[s].row;
+		if (!k)
+			break;
+	}
+	return NULL;
+}
+
+struct pick { uintptr_t pc; void *row; int found; };
+
+static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_t hi)
+{
+	struct pick *p = token;
+	if (p->pc < lo || p->pc >= hi)
+		return 0;
+	if (size <= ROW_BYTES) {
+		memcpy(p->row, rs, size);
+		p->found = 1;
+	}
+	return 1;                 /* stop iterating */
+}
+
+/* The row for the frame at *c (its IP is ip), from its FDE, kept in the
+ * table when there is room and no other writer; tmp holds it otherwise.
+ * Only a call's frame gets a row: its caller's IP is stored at CFA - 8 and
+ * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
+ * the IP elsewhere, and the frame it interrupted must be looked up at its
+ * exact IP, so no_row sends such stacks to the fast trace. */
+static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
+{
+	unw_cursor_t probe = *c;  /* iterating moves the cursor's own state */
+	struct pick p = { ip - 1, tmp, 0 };
+	const void *row = no_row;
+	if (unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found) {
+		unw_save_loc_t ra;
+		unw_word_t cfa;
+		probe = *c;
+		int r = unw_apply_reg_state(&probe, tmp);
+		if (r == 0 ||
+		    (r > 0 && unw_get_save_loc(&probe, UNW_X86_64_RIP, &ra) == 0 &&
+		     unw_get_reg(&probe, UNW_REG_SP, &cfa) == 0 &&
+		     ra.type == UNW_SLT_MEMORY && ra.u.addr == cfa - 8))
+			row = tmp;
+	}
+	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+		return row;
+	unsigned s = slot_of(ip);
+	for (int i = 0; i < PROBES && slots_used < NSLOTS / 2; i++, s = (s + 1) & (NSLOTS - 1)) {
+		if (slots[s].ip == ip)
+			break;
+		if (slots[s].ip)
+			continue;
+		if (row != no_row) {
+			if (rows_used == NROWS)
+				break;
+			memcpy(rows[rows_used], row, ROW_BYTES);
+			row = rows[rows_used];
+			__atomic_store_n(&rows_used, rows_used + 1, __ATOMIC_RELAXED);
+		}
+		slots[s].row = row;
+		__atomic_store_n(&slots[s].ip, ip, __ATOMIC_RELEASE);
+		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
+		break;
+	}
+	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
+	return row;
+}
+
+/* Entries of tmp from the one equal to first (the hook's return address)
+ * into buf: frames of ours below it, when a call here was not a tail call,
+ * are dropped. */
+static int from_first(void **buf, int size, void *const *tmp, int n, void *first)
+{
+	int i = 0;
+	while (i < n && i < 4 && tmp[i] != first)
+		i++;
+	if (i == n || i == 4)
+		i = 0;
+	n = n - i < size ? n - i : size;
+	memcpy(buf, tmp + i, (size_t)(n > 0 ? n : 0) * sizeof *buf);
+	return n > 0 ? n : 0;
+}
+
+/* libunwind's fast trace for a stack the rows cannot walk. */
+__attribute__((noinline)) static int fast_trace_from(void **buf, int size, void *first)
+{
+	void *tmp[HA_STACK_RAW + 4];
+	return from_first(buf, size, tmp, unw_backtrace(tmp, size + 4), first);
+}
+
+/* The walk over the shared rows, from the frame of this function.  Ends
+ * like unw_step: undefined return address or RBP, or a bad frame. */
+__attribute__((noinline)) static int shared_unwind(void **buf, int size, void *first)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	unw_word_t ip;
+	unsigned char row_tmp[ROW_BYTES] __attribute__((aligned(16)));
+	void *tmp[HA_STACK_RAW + 4];
+	int n = 0;
+	if (size > HA_STACK_RAW)
+		size = HA_STACK_RAW;
+	if (!rows_valid())
+		return fast_trace_from(buf, size, first);
+	unw_getcontext(&uc);
+	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
+		return fast_trace_from(buf, size, first);
+	while (n < size + 4) {
+		const void *row = row_of((uintptr_t)ip);
+		if (!row) {
+			if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= NSLOTS / 2 ||
+			    __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS)
+				return fast_trace_from(buf, size, first);
+			row = learn_row(&c, (uintptr_t)ip, row_tmp);
+		}
+		if (row == no_row)
+			return fast_trace_from(buf, size, first);
+		if (unw_apply_reg_state(&c, (void *)row) <= 0)
+			break;
+		unw_save_loc_t rbp;
+		if (unw_get_save_loc(&c, UNW_X86_64_RBP, &rbp) < 0 || rbp.type == UNW_SLT_NONE)
+			break;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip < 0x4000)
+			break;
+		tmp[n++] = (void *)ip;
+	}
+	return from_first(buf, size, tmp, n, first);
+}
+
+/* The unwinder the sampling hook calls from its own frame (profiler.c),
+ * so that no extra frame of ours has to be walked and then dropped: the
+ * warm branch is a tail call (and the other starts at the hook's frame). */
+static int stack_unwind(void **buf, int size)
+{
+	if (HA_LIKELY(thread_stacks >= SHARED_SAMPLES))
+		return unw_backtrace(buf, size);
+	thread_stacks++;
+	return shared_unwind(buf, size, __builtin_return_address(0));
+}
+
+int (*const ha_stack_unwind)(void **buf, int size) = stack_unwind;
 
 /* Frames of ours seen at most before the caller's (learned, only grows):
  * an unwind asks for HA_PROF_DEPTH + skip_hint frames instead of walking
