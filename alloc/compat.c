@@ -138,6 +138,26 @@ static void forget_small(void *p, uint64_t *h)
 	}
 }
 
+void *ha_compat_malloc(size_t n)
+{
+	ha_tcache *tc = &ha_tc;
+	unsigned cls = hdr_class(n);
+	ha_tlist *l = &tc->list[cls];
+	uint64_t *h = l->head;
+	if (HA_UNLIKELY(!h) || HA_UNLIKELY(!ha_countdown_take(&tc->compat_left, (int64_t)n))) {
+		if (h)
+			tc->compat_left += (int64_t)n;
+		return ha_compat_alloc(n, 0, 0);
+	}
+	l->head = *(void **)h;
+	l->room++;
+	tc->drawn += l->size;
+	ha_counter_add(&tc->node->req_alloc_bytes, n);
+	h[0] = n;
+	h[1] = hdr_check();
+	return h + 2;
+}
+
 void *ha_compat_alloc(size_t n, size_t align, int zero)
 {
 	ha_tcache *tc = &ha_tc;
@@ -171,28 +191,47 @@ void *ha_compat_alloc(size_t n, size_t align, int zero)
 	return p;
 }
 
-void ha_compat_free_small(ha_span *s, void *p)
+/* The rest of ha_compat_free_small, out of line so that the common case
+ * needs no stack frame: anything but an ordinary block of this session. */
+static HA_NOINLINE void free_odd(ha_span *s, void *p)
 {
-	/* the common case first: an ordinary block of this session (the check
-	 * word is 0 until the first session: no header matches then) */
-	uint64_t m = hdr_check();
-	if (HA_LIKELY(m && hdr_readable(p) && hdr_word(p, 1) == m)) {
-		uint64_t *h = (uint64_t *)p - 2;
-		h[1] = 0;
-		ha_tcache *tc = &ha_tc;
-		if (HA_LIKELY(counting(tc))) {
-			ha_books_req(tc, 1, h[0]);
-			ha_books_freed(tc, (int64_t)h[0]);
-		}
-		ha_push_checked(s->cls, h);
-		return;
-	}
 	char *b;
 	uintptr_t rem = ha_block_of(s, p, &b);
 	uint64_t *h = ha_compat_hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
 	if (h)
 		forget_small(p, h);
 	ha_push_checked(s->cls, b);
+}
+
+/* A free whose bytes ran out this thread's freed-bytes budget. */
+static HA_NOINLINE void free_check(unsigned cls, uint64_t *h)
+{
+	ha_tcache *tc = &ha_tc;
+	tc->free_check = ha_prof_check();
+	ha_push_checked(cls, h);
+}
+
+void ha_compat_free_small(ha_span *s, void *p)
+{
+	/* the common case: an ordinary block of this session (the check word
+	 * is 0 until the first session: no header matches then) */
+	uint64_t m = hdr_check();
+	if (HA_UNLIKELY(!m || !hdr_readable(p) || hdr_word(p, 1) != m)) {
+		free_odd(s, p);
+		return;
+	}
+	uint64_t *h = (uint64_t *)p - 2;
+	h[1] = 0;
+	ha_tcache *tc = &ha_tc;
+	ha_tnode *nd = tc->node;     /* non-NULL exactly while state == 1 */
+	if (HA_LIKELY(nd != NULL) && HA_LIKELY(ha_hot.prof_mode == HA_PROF_COMPAT)) {
+		ha_counter_add(&nd->req_free_bytes, h[0]);
+		if (HA_UNLIKELY((tc->free_check -= (int64_t)h[0]) < 0)) {
+			free_check(s->cls, h);
+			return;
+		}
+	}
+	ha_push_checked(s->cls, h);
 }
 
 void ha_big_forget(uint64_t v, void *p)

@@ -101,6 +101,10 @@ void *ha_big_block(size_t n, size_t align, int zero);
 /* Any allocation in compatibility mode: a small block with its 16-byte
  * header, or a big block whose header word holds the size. */
 void *ha_compat_alloc(size_t n, size_t align, int zero);
+/* malloc(n <= 32 KiB) in compatibility mode, in a live thread that has
+ * taken the current switch: a pop, the countdown, one counter, the header;
+ * anything unusual goes to ha_compat_alloc. */
+void *ha_compat_malloc(size_t n);
 /* free of a small block that is not a plain block start: a compat block,
  * or an invalid pointer (aborts). */
 void ha_compat_free_small(ha_span *s, void *p) HA_NOINLINE;

@@ -276,6 +276,7 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
+unsigned ha_tcache_live(void);     /* threads attached and not exited (racy) */
 
 /* ---- books.c: the allocator's books and the profiling switch ------------ */
 /* Bytes the countdown runs while profiling is off: a thread that never

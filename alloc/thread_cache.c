@@ -290,6 +290,11 @@ static int node_alive(ha_tnode *nd, int self)
 	return 0;
 }
 
+unsigned ha_tcache_live(void)
+{
+	return __atomic_load_n(&live_threads, __ATOMIC_RELAXED);
+}
+
 uint64_t ha_tcache_count(uint64_t *bytes)
 {
 	uint64_t b = 0, n = 0;

@@ -133,8 +133,7 @@ static int64_t per_thread(int64_t room)
 {
 	if (room == INT64_MAX || room == 0)
 		return room;
-	uint64_t bytes;
-	uint64_t n = ha_tcache_count(&bytes);
+	unsigned n = ha_tcache_live();
 	return n > 1 ? room / (int64_t)n : room;
 }
 
@@ -339,8 +338,8 @@ void ha_prof_on_free(void *p)
 
 int64_t ha_prof_check(void)
 {
-	if (!P.running)
-		return INT64_MAX;
+	if (!P.running || P.d_int <= 0)
+		return INT64_MAX;   /* frees matter only to the deallocation interval */
 	if (ha_prof_busy || fork_window)
 		return 0;
 	ha_prof_busy = 1;

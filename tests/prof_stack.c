@@ -26,7 +26,9 @@
 #include "tests/check.h"
 
 /* stand-in for alloc/ (this program is not linked with the library) */
-HA_TLS ha_tcache ha_tc;
+void ha_alloc_call_back_next(void)
+{
+}
 
 #define N HA_STACK_RAW
 #define THREADS 24
