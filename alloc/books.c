@@ -115,6 +115,7 @@ void ha_books_sync_slow(ha_tcache *tc)
 	int mode = __atomic_load_n(&ha_hot.prof_mode, __ATOMIC_RELAXED);
 	ha_books_set_countdown(tc, mode == HA_PROF_OFF ? HA_COUNTDOWN_OFF : 0);
 	tc->compat_left = 0;
+	tc->compat = mode == HA_PROF_COMPAT;
 	tc->free_check = mode == HA_PROF_OFF ? INT64_MAX : 0;
 }
 

@@ -138,6 +138,17 @@ static void forget_small(void *p, uint64_t *h)
 	}
 }
 
+/* ha_compat_malloc's slow path, out of line so that the fast one needs no
+ * stack frame: profiling may have switched since this thread looked. */
+static HA_NOINLINE void *compat_malloc_slow(size_t n)
+{
+	ha_tcache *tc = &ha_tc;
+	ha_books_sync(tc);
+	if (HA_UNLIKELY(!tc->compat))
+		return ha_alloc(n);
+	return ha_compat_alloc(n, 0, 0);
+}
+
 void *ha_compat_malloc(size_t n)
 {
 	ha_tcache *tc = &ha_tc;
@@ -147,7 +158,7 @@ void *ha_compat_malloc(size_t n)
 	if (HA_UNLIKELY(!h) || HA_UNLIKELY(!ha_countdown_take(&tc->compat_left, (int64_t)n))) {
 		if (h)
 			tc->compat_left += (int64_t)n;
-		return ha_compat_alloc(n, 0, 0);
+		return compat_malloc_slow(n);
 	}
 	l->head = *(void **)h;
 	l->room++;

@@ -133,7 +133,7 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero)
 	if (HA_UNLIKELY(tc->state == 0))
 		ha_tcache_attach();
 	ha_books_sync(tc);
-	if (HA_UNLIKELY(ha_hot.prof_mode == HA_PROF_COMPAT) && tc->state == 1)
+	if (HA_UNLIKELY(tc->compat))
 		return ha_compat_alloc(n, align, zero);
 	unsigned cls = 0;
 	if (align <= HA_MIN_ALIGN)
@@ -183,8 +183,7 @@ static HA_NOINLINE void *malloc_due(size_t n, int64_t c)
 {
 	ha_tcache *tc = &ha_tc;
 	tc->sample_left += c;
-	if (ha_hot.prof_mode == HA_PROF_COMPAT && tc->state == 1 &&
-	    tc->epoch == __atomic_load_n(&ha_hot.epoch, __ATOMIC_RELAXED))
+	if (HA_LIKELY(tc->compat))
 		return ha_compat_malloc(n);
 	return alloc_slow(n, 0, 0);
 }

@@ -233,6 +233,7 @@ typedef struct ha_tcache {
 	int64_t free_check;      /* freed bytes until the next threshold check */
 	ha_tnode *node;          /* registry record while state == 1 */
 	int state;               /* 0 new, 1 live, 2 finished (thread exiting) */
+	int compat;              /* live and in compatibility mode as of epoch */
 	unsigned epoch;          /* the profiling switch this thread has seen */
 	unsigned budget_skips;   /* budget checks skipped since the last count */
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on

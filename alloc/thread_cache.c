@@ -269,6 +269,7 @@ void ha_tcache_thread_exit(void *arg)
 	/* from here on every allocation goes slow and books to the retired
 	 * sums (ha_books_alloc) */
 	tc->state = 2;
+	tc->compat = 0;
 	tc->epoch = 0;
 	tc->sample_left = tc->drawn = 0;
 	ha_lock(&registry_lock);
