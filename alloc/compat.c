@@ -12,7 +12,9 @@
  *              real, that the block counts and that free has nothing else
  *              to do.
  * The program's pointer is never a block start, so free's plain-block check
- * fails and sends it to ha_compat_free_small.  Word 1 is cleared on free,
+ * fails and sends it to ha_compat_free_small.  The default mode uses the
+ * same header for its sampled small blocks (HA_HDR_CLASS), so that their
+ * free finds them without a look-up.  Word 1 is cleared on free,
  * so a second free of the same pointer aborts.  Only blocks of the current
  * session count.
  */
@@ -24,7 +26,10 @@
 /* the header is not the block's start (an aligned request: the program's
  * pointer is block + align), so free must find the block the long way */
 #define HA_HDR_ALIGNED ((uint64_t)2)
-#define HA_HDR_FLAGS (HA_HDR_SAMPLED | HA_HDR_ALIGNED)
+/* a default-mode sample: the books count the class of word 0's size (what
+ * the countdown charged), not this block's class */
+#define HA_HDR_CLASS ((uint64_t)4)
+#define HA_HDR_FLAGS (HA_HDR_SAMPLED | HA_HDR_ALIGNED | HA_HDR_CLASS)
 
 static inline uint64_t big_session(void)
 {
@@ -209,9 +214,38 @@ static HA_NOINLINE void free_odd(ha_span *s, void *p)
 	char *b;
 	uintptr_t rem = ha_block_of(s, p, &b);
 	uint64_t *h = ha_compat_hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
-	if (h)
+	int64_t c = 0;
+	if (h) {
+		if (hdr_flags(h) & HA_HDR_CLASS) {   /* undo the sample's books correction */
+			c = ha_class_size[ha_size_to_class((size_t)h[0])];
+			ha_books_big(&ha_tc, (int64_t)s->size - c);
+		}
 		forget_small(p, h);
+	}
 	ha_push_checked(s->cls, b);
+	ha_tcache *tc = &ha_tc;      /* the block is in the cache: the check sees it freed */
+	if (c && tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
+		ha_books_freed(tc, c);
+}
+
+void *ha_sample_block(ha_tcache *tc, size_t n, size_t charge)
+{
+	unsigned cls = hdr_class(n);
+	if (!cls || !hdr_check())
+		return NULL;
+	uint64_t *h = ha_class_block(cls, n + HA_HDR);
+	if (HA_UNLIKELY(!h))
+		return NULL;
+	h[0] = n;
+	h[1] = hdr_check() ^ HA_HDR_CLASS;
+	/* the books count `charge` for it, as the countdown did */
+	ha_books_big(tc, (int64_t)charge - (int64_t)ha_class_size[cls]);
+	return h + 2;
+}
+
+void ha_sample_mark(void *p)
+{
+	((uint64_t *)p)[-1] ^= HA_HDR_SAMPLED;
 }
 
 /* A free whose bytes ran out this thread's freed-bytes budget. */
@@ -271,8 +305,21 @@ int ha_compat_realloc_here(const ha_span *s, void *p, uint64_t *h, size_t n)
 	if (hdr_class(n) != s->cls)
 		return 0;
 	ha_tcache *tc = &ha_tc;
-	if (hdr_flags(h) & HA_HDR_ALIGNED)
+	uint64_t flags = hdr_flags(h);
+	if (flags & HA_HDR_ALIGNED)
 		return 0;
+	if (flags & HA_HDR_CLASS) {        /* a default-mode sample */
+		if (counting(tc))
+			return 0;
+		/* its books count word 0's class: follow it (growth is allocated) */
+		int64_t d = (int64_t)ha_class_size[ha_size_to_class(n)] -
+			    (int64_t)ha_class_size[ha_size_to_class((size_t)h[0])];
+		ha_books_big(tc, d);
+		if (d > 0)
+			ha_books_alloc(tc, d);
+		h[0] = n;
+		return 1;
+	}
 	if (!counting(tc)) {
 		h[0] = n;
 		return 1;

@@ -15,9 +15,10 @@
  *
  * Everything else goes to noinline slow paths: an empty or full list
  * (thread_cache.c), a countdown that ran out (a sample, a threshold check,
- * a profiling switch), big blocks, alignment.  A sampled block is made a
- * big block (arena.c) and marked in its header word, so that its free
- * reaches free_big with nothing added to the small-block free path.
+ * a profiling switch), big blocks, alignment.  A sampled small block gets
+ * a 16-byte header (compat.c) that makes it fail free's block-start check,
+ * a big one a flag in its header word, so that a sample's free reaches a
+ * slow path with nothing added to the small-block free path.
  * Compatibility mode (compat.c) keeps its countdown at 0: every malloc
  * takes the slow path there, and its blocks' headers make free take
  * ha_compat_free_small.
@@ -107,8 +108,8 @@ static int countdown_due(ha_tcache *tc, size_t charge)
 	return sample;
 }
 
-/* A sampled small allocation: a big block that counts `charge` (its class
- * size) in the books, marked sampled when the profiler recorded it. */
+/* A sampled allocation as a big block that counts `charge` (its class size)
+ * in the books, marked sampled when the profiler recorded it. */
 static void *alloc_sampled(ha_tcache *tc, size_t n, size_t align, int zero, size_t charge)
 {
 	void *p = ha_big_block(n, align, zero);
@@ -120,6 +121,21 @@ static void *alloc_sampled(ha_tcache *tc, size_t n, size_t align, int zero, size
 	ha_books_publish(tc, 0);
 	if (ha_prof_sampled(p, n, charge))
 		*w |= HA_LARGE_SAMPLED;
+	return p;
+}
+
+/* A sampled small allocation: a block with a header that marks it (free
+ * then reaches ha_compat_free_small), else a big block. */
+static void *sample_small(ha_tcache *tc, size_t n, int zero, size_t charge)
+{
+	void *p = ha_sample_block(tc, n, charge);
+	if (HA_UNLIKELY(!p))
+		return alloc_sampled(tc, n, 0, zero, charge);
+	if (zero)
+		memset(p, 0, n);
+	ha_books_publish(tc, 0);
+	if (ha_prof_sampled(p, n, charge))
+		ha_sample_mark(p);
 	return p;
 }
 
@@ -148,7 +164,8 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero)
 			return NULL;
 		if (HA_UNLIKELY(tc->sample_left - c <= 0) || HA_UNLIKELY(tc->state != 1)) {
 			if (countdown_due(tc, (size_t)c)) {
-				void *q = alloc_sampled(tc, n, align, zero, (size_t)c);
+				void *q = align <= HA_MIN_ALIGN ? sample_small(tc, n, zero, (size_t)c) :
+					  alloc_sampled(tc, n, align, zero, (size_t)c);
 				if (HA_LIKELY(q != NULL)) {
 					ha_push_checked(cls, p);
 					return q;

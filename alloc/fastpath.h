@@ -108,6 +108,12 @@ void *ha_compat_malloc(size_t n);
 /* free of a small block that is not a plain block start: a compat block,
  * or an invalid pointer (aborts). */
 void ha_compat_free_small(ha_span *s, void *p) HA_NOINLINE;
+/* A default-mode sample of n <= 32 KiB - 16 bytes charged `charge`: a
+ * block with a compat header flagged HA_HDR_CLASS (its books count
+ * `charge`), or NULL (no class fits, no memory). */
+void *ha_sample_block(ha_tcache *tc, size_t n, size_t charge);
+/* The profiler recorded the sample at p (from ha_sample_block). */
+void ha_sample_mark(void *p);
 /* End of a big block's life (v: its header word, read before the block
  * moved or went away; p its address then): report a sampled block, count
  * a compat block. */

@@ -87,9 +87,9 @@ static uint64_t header_secret(void)
 		memcpy(&x, r + 8, sizeof x);
 		v ^= x;
 	}
-	/* a cleared check word (0) must never read as a header: bits 2..31 of
-	 * the secret (the flags take bits 0-1, alloc/entry.c) not all zero */
-	return v | 4;
+	/* a cleared check word (0) must never read as a header: bits 3..31 of
+	 * the secret (the flags take bits 0-2, alloc/compat.c) not all zero */
+	return v | 8;
 }
 
 void ha_init_slow(void)

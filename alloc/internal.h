@@ -281,9 +281,9 @@ unsigned ha_tcache_live(void);     /* threads attached and not exited (racy) */
 
 /* ---- books.c: the allocator's books and the profiling switch ------------ */
 /* Bytes the countdown runs while profiling is off: a thread that never
- * reaches a slow path still notices a switch within this many bytes (one
- * slow call per 256 KiB costs nothing measurable). */
-#define HA_COUNTDOWN_OFF ((int64_t)256 << 10)
+ * reaches a slow path still notices a switch within this many bytes (a
+ * slow call per 16 MiB is lost in the noise even for 32 KiB blocks). */
+#define HA_COUNTDOWN_OFF ((int64_t)16 << 20)
 /* This thread's countdown becomes v; what it has allocated stays. */
 static inline void ha_books_set_countdown(ha_tcache *tc, int64_t v)
 {

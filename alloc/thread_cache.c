@@ -119,6 +119,15 @@ static inline uint32_t list_cap(unsigned cls)
 
 static void enforce_budget(ha_tcache *tc);
 
+/* Blocks given back ran out the freed-bytes budget: check the thresholds,
+ * now that the cache and the books agree again. */
+static inline void check_frees(ha_tcache *tc)
+{
+	if (HA_UNLIKELY(tc->free_check < 0))
+		tc->free_check = ha_prof_check();
+}
+
+
 static void grow(ha_tcache *tc, unsigned cls)
 {
 	uint32_t cap = list_cap(cls), old = tc->max[cls];
@@ -169,6 +178,7 @@ void *ha_tcache_refill(unsigned cls, size_t n)
 		enforce_budget(tc);
 		ha_books_sync(tc);
 		ha_books_publish(tc, 0);
+		check_frees(tc);
 	}
 	return p;
 }
@@ -182,7 +192,7 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 	int64_t bytes = (int64_t)count * ha_class_size[cls];
 	ha_books_net(tc, -bytes);
 	if (tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
-		ha_books_freed(tc, bytes);
+		tc->free_check -= bytes;      /* checked when the slow path ends */
 	void *head = l->head, *tail = head;
 	for (unsigned i = 1; i < count; i++)
 		tail = *(void **)tail;
@@ -242,6 +252,7 @@ void ha_tcache_overflow(ha_tlist *l, unsigned cls)
 	enforce_budget(tc);
 	ha_books_sync(tc);
 	ha_books_publish(tc, 0);
+	check_frees(tc);
 }
 
 static void flush_all(ha_tcache *tc)

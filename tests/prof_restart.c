@@ -1,7 +1,7 @@
 /* tests/prof_restart.c — exact totals across stops and starts while other
  * threads allocate (spec §5: exact whatever R is), in compatibility mode.
  * A running thread joins a new session at its next slow path (here a big
- * block; else a cache refill or flush, or 256 KiB of allocation): from then
+ * block; else a cache refill or flush, or 16 MiB of allocation): from then
  * on its allocations must be counted, every byte, and its blocks' frees too.  Four workers, twelve
  * sessions at R = 4096 (samples and threshold checks fall inside the
  * rounds) and at the default; in each, every worker allocates and frees
