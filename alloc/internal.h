@@ -10,8 +10,12 @@
  *   maps        pagemap.c        page -> span, O(1), for any pointer
  *               size_class.c     the class table
  *               meta.c           never-freed bookkeeping memory (mmap)
- *   entry       entry.c          malloc family + glibc aliases (only file that
- *               operators.cc     defines libc / C++ names)
+ *   entry       entry.c          malloc family, its two fast paths, glibc
+ *               operators.cc     aliases (only files defining libc / C++ names)
+ *               fastpath.h       the inline pieces entry.c and compat.c share
+ *               stats.c          mallinfo, malloc_stats, malloc_trim, mallopt
+ *   profiling   books.c          the books (allocated, in use) and the switch
+ *               compat.c         compatibility mode's headers; sample headers
  *   process     init.c           first-call init, fork, thread exit
  *               log.c            stderr messages that never allocate
  *

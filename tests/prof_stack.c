@@ -128,10 +128,10 @@ __attribute__((noinline)) static int spin_leaf(volatile int *v, int n)
 static void *spinner(void *arg)
 {
 	volatile int v[2] = { 1, 2 };
-	int x = 0;
+	unsigned x = 0;             /* wraps: unsigned */
 	(void)arg;
 	while (!spin_stop)
-		x += spin_leaf(v, x);
+		x += (unsigned)spin_leaf(v, (int)(x & 0xffff));
 	return (void *)(long)x;
 }
 
