@@ -8,6 +8,10 @@
  * one dump per signal delivered (none are skipped while another dump is
  * being written, they queue in the pipe), and time dumps every N seconds
  * from the start (not at once, unlike gperftools).
+ * A delivered signal is also counted (pending): whoever claims it writes its
+ * dump, the helper when it reads the byte or the exit dump first if the
+ * process exits before the helper ran, so a signal right before exit is
+ * never lost nor dumped twice.
  * After fork the child has no helper thread and must not share the
  * parent's pipe: postfork closes it, and the first profiler hook in the
  * child recreates both (ha_helper_ensure).  The helper never samples its
@@ -33,10 +37,23 @@ static struct sigaction old_action;
 static int installed;
 static pid_t helper_pid;      /* process that owns the running helper */
 static int helper_lost;       /* fork child: recreate at the next hook */
+static int pending;           /* signals delivered, not yet dumped (atomic) */
+
+/* Take one delivered signal's dump for the caller; 0 when none is left. */
+static int claim(void)
+{
+	int n = __atomic_load_n(&pending, __ATOMIC_ACQUIRE);
+	while (n > 0)
+		if (__atomic_compare_exchange_n(&pending, &n, n - 1, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return 1;
+	return 0;
+}
 
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
+	__atomic_fetch_add(&pending, 1, __ATOMIC_RELEASE);
 	int fd = __atomic_load_n(&pipe_wr, __ATOMIC_RELAXED);
 	if (fd >= 0) {
 		char c = 's';
@@ -84,7 +101,8 @@ static void *helper_main(void *arg)
 			if (k == 0)
 				break;            /* pipe closed (fork child cleanup) */
 			for (ssize_t i = 0; i < k; i++)
-				ha_prof_dump("signal", 0);
+				if (claim())
+					ha_prof_dump("signal", 0);
 		}
 		if (interval > 0 && ms_until(&next) == 0) {
 			ha_prof_time_dump();
@@ -155,6 +173,7 @@ void ha_helper_postfork_child(void)
 		close(pipe_rd);
 	pipe_rd = -1;
 	helper_pid = 0;
+	__atomic_store_n(&pending, 0, __ATOMIC_RELAXED);   /* the parent's to dump */
 	helper_lost = interval > 0 || signo > 0;
 }
 
@@ -168,4 +187,10 @@ void ha_helper_ensure(void)
 
 void ha_helper_stop(void)
 {
+}
+
+void ha_helper_flush(void)
+{
+	while (claim())
+		ha_prof_dump("signal", 0);
 }

@@ -281,5 +281,7 @@ int ha_helper_start(int64_t time_interval, int signo);  /* 0 or errno */
 void ha_helper_stop(void);
 void ha_helper_postfork_child(void);
 void ha_helper_ensure(void);      /* recreate after fork when needed */
+/* Dump every signal delivered and not yet dumped (the exit dump calls it). */
+void ha_helper_flush(void);
 
 #endif

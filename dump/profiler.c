@@ -680,6 +680,7 @@ static void exit_dump(void)
 {
 	if (!ha_prof_running())
 		return;
+	ha_helper_flush();        /* a signal just before exit keeps its dump */
 	uint64_t t[2];
 	ha_prof_totals(t);
 	uint64_t inuse = inuse_of(t);

@@ -20,6 +20,17 @@ eq "signal files" "$(ls "$tmp/sig" | tr '\n' ' ')" "p.0001.heap p.0002.heap p.00
 	"$GO" tool pprof -top "$W" "$f" >/dev/null 2>&1 || fail "go pprof cannot read $f"
 done
 
+# a signal delivered right before exit is dumped, once, before the exit dump
+# (the helper thread may not have run yet, or may race the exit)
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	rm -rf "$tmp/sx"; mkdir "$tmp/sx"
+	HEAPPROFILE="$tmp/sx/p" HEAPPROFILESIGNAL=SIGUSR2 "$W" signalexit 2>"$tmp/sx.err" ||
+		fail "signalexit exited $?"
+	eq "signal then exit, run $i: dumps" "$(grep '^Dumping heap profile' "$tmp/sx.err" |
+		sed "s|$tmp/sx/||; s/Exiting, .*/Exiting)/" | tr '\n' ' ')" \
+		"Dumping heap profile to p.0001.heap (signal) Dumping heap profile to p.0002.heap (Exiting) "
+done
+
 # starting the helper thread (it allocates) must not stop the main thread's
 # sampling: R=1 with a signal configured still counts every object
 if [ -n "$GO" ] && [ -x "$GO" ]; then

@@ -8,6 +8,7 @@
  *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
  *   sleep MS        allocate a little, sleep MS milliseconds
  *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
+ *   signalexit      raise SIGUSR2 and exit at once
  *   exit | _exit    allocate, then leave by exit() or _exit()
  *   fork            fork a child and exec one, both allocate and exit
  *   execchild PFX   (run by fork) check the environment, allocate, exit
@@ -303,7 +304,11 @@ int main(int argc, char **argv)
 		msleep(atol(argv[2]));
 	} else if (!strcmp(m, "signal") && argc >= 4)
 		mode_signal(atoi(argv[2]), argv[3]);
-	else if (!strcmp(m, "exit")) {
+	else if (!strcmp(m, "signalexit")) {   /* the signal's dump, then exit's */
+		site_keep(10);
+		REQUIRE(kill(getpid(), SIGUSR2) == 0);
+		exit(CHECK_DONE());
+	} else if (!strcmp(m, "exit")) {
 		site_keep(10);
 		exit(CHECK_DONE());
 	} else if (!strcmp(m, "_exit")) {
