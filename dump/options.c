@@ -64,6 +64,8 @@ static const opt_row rows[] = {
 	  "gperftools' compatibility mode: requested-size totals and dump points (a size header per block)" },
 	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
+	{ "HEAP_PROFILE_PEAK_INTERVAL", OPT_SIZE, 16777216, &ha_prof_opt.peak_interval, NULL, NULL,
+	  "PREFIX.peak.heap: the profile at the in-use high, copied in steps of N bytes; 0 off" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

@@ -289,16 +289,15 @@ static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
 }
 
 /* Encode the whole profile into o (memory).  o->err on failure. */
-static void encode(ha_out *o, int64_t r)
+static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 {
 	ha_out mo = { NULL, 0, 0, -1, 0 };
 	pmap *maps = NULL;
 	size_t nm = 0;
 	loc_table lt = { NULL, NULL, NULL, 0, 0, 0 };
 	size_t n = 0;
-	ha_table_lock();
-	ha_line *lines = ha_table_snapshot(&n);
-	ha_table_unlock();
+	int own;
+	const ha_line *lines = ha_lines_of(set, &n, &own);
 	if (!lines && n) {
 		o->err = ENOMEM;
 		return;
@@ -433,8 +432,8 @@ out:
 		ha_raw_free(maps);
 	if (mo.buf)
 		ha_raw_free(mo.buf);
-	if (lines)
-		ha_raw_free(lines);
+	if (lines && own)
+		ha_raw_free((void *)lines);
 }
 
 /* zlib's allocator: raw memory, never the public malloc. */
@@ -487,6 +486,11 @@ static int gzip_to(int fd, const char *data, size_t n)
 
 int ha_pprof_file(const char *path, int64_t r)
 {
+	return ha_pprof_file_from(path, r, NULL);
+}
+
+int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
+{
 	char tmp[4096 + 16];
 	size_t pl = strlen(path);
 	if (pl + 5 > sizeof tmp)
@@ -494,7 +498,7 @@ int ha_pprof_file(const char *path, int64_t r)
 	memcpy(tmp, path, pl);
 	memcpy(tmp + pl, ".tmp", 5);
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode(&o, r);
+	encode(&o, r, set);
 	int err = o.err;
 	int fd = -1, tries = 0;
 	/* the temporary name is created afresh, never followed (as writer.c) */

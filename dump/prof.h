@@ -9,6 +9,7 @@
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
+ *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -119,6 +120,7 @@ typedef struct ha_prof_options {
 	int64_t cleanup;          /* HEAP_PROFILE_CLEANUP */
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
+	int64_t peak_interval;    /* HEAP_PROFILE_PEAK_INTERVAL, 0 = no peak profile */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -192,6 +194,12 @@ typedef struct ha_line {
 	uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
 } ha_line;
 
+/* Lines to write: a saved snapshot (the peak's), or NULL for the live table. */
+typedef struct ha_lineset {
+	const ha_line *v;
+	size_t n;
+} ha_lineset;
+
 int ha_table_init(void);          /* 0 or ENOMEM */
 void ha_table_destroy(void);
 /* Find or add the bucket for (pcs, size key of req); counts the
@@ -253,11 +261,34 @@ void ha_writer_maps(ha_out *o);
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */
 int ha_writer_file(const char *path, int64_t r);
+/* The same from set's lines (NULL: the live table). */
+void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set);
+int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set);
+/* set's lines, or a fresh snapshot of the live table (*own: raw-free it). */
+const ha_line *ha_lines_of(const ha_lineset *set, size_t *n, int *own);
+
+/* ---- peak.c -------------------------------------------------------------- */
+/* The profile as it stood at the highest in-use total seen.  All under
+ * ha_prof_dump_lock.  Start a session's tracking (interval: bytes of growth
+ * between snapshots, at least; 0 turns it off). */
+void ha_peak_reset(int64_t interval);
+/* Bytes in use may grow by before the next snapshot is due (INT64_MAX: off). */
+int64_t ha_peak_room(uint64_t inuse);
+/* inuse (the books' total) is a new high past the room: snapshot the table. */
+void ha_peak_check(uint64_t inuse);
+/* Write the peak snapshot as PATH (text) and/or PB (pprof) if it changed
+ * since the last write; 0 or the first errno.  *written: files written. */
+int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *written);
+/* In use at the snapshot (0: none yet). */
+uint64_t ha_peak_inuse(void);
+/* Forget the snapshot (the table is going away; caller holds the table lock). */
+void ha_peak_drop(void);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
+int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
 
 /* ---- profiler.c ------------------------------------------------------------ */
 extern pthread_mutex_t ha_prof_dump_lock;

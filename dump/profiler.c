@@ -118,6 +118,8 @@ static int64_t alloc_room(const uint64_t t[2])
 		int64_t r = (int64_t)(P.high_water + (uint64_t)P.i_int) - (int64_t)inuse_of(t);
 		room = r < room ? r : room;
 	}
+	int64_t pr = ha_peak_room(inuse_of(t));
+	room = pr < room ? pr : room;
 	return room < 0 ? 0 : room;
 }
 
@@ -145,6 +147,22 @@ static void mb_reason(char *buf, size_t cap, const char *what, uint64_t v, uint6
 
 static int dump_locked(const char *reason);
 
+/* A new in-use high is due for the peak copy: taken once this thread's
+ * allocation is in the table (after its sample is recorded, if any). */
+static HA_TLS int peak_pending;
+
+static void take_peak(void)
+{
+	peak_pending = 0;
+	ha_lock(&ha_prof_dump_lock);
+	if (P.running) {
+		uint64_t t[2];
+		ha_prof_totals(t);
+		ha_peak_check(inuse_of(t));
+	}
+	ha_unlock(&ha_prof_dump_lock);
+}
+
 /* gperftools' MaybeDumpProfileLocked: at most one dump per check, in this
  * order of reasons; an automatic dump resets every baseline. */
 static void check_thresholds(void)
@@ -163,6 +181,8 @@ static void check_thresholds(void)
 		reason[0] = 0;
 		ha_prof_totals(t);
 		uint64_t inuse = inuse_of(t);
+		if (ha_peak_room(inuse) == 0)
+			peak_pending = 1;
 		if (P.a_int > 0 && t[0] >= P.last_alloc + (uint64_t)P.a_int)
 			mb_reason(reason, sizeof reason, "allocated", t[0], inuse);
 		else if (P.d_int > 0 && t[1] >= P.last_free + (uint64_t)P.d_int)
@@ -296,6 +316,8 @@ int ha_prof_due(int64_t before, size_t charge, int64_t *next)
 	ts.tbudget -= consumed;
 	if (ts.tbudget < 0)
 		check_thresholds();
+	if (HA_UNLIKELY(peak_pending) && !sample)
+		take_peak();
 	int64_t c = ts.sdist < ts.tbudget ? ts.sdist : ts.tbudget;
 	if (c < 0)
 		c = 0;
@@ -322,6 +344,8 @@ int ha_prof_sampled(void *p, size_t req, size_t size)
 	ha_prof_busy = 1;
 	int sampled = 0;
 	record_sample(p, size, &sampled);
+	if (HA_UNLIKELY(peak_pending))
+		take_peak();
 	ha_prof_busy = 0;
 	return sampled;
 }
@@ -390,6 +414,35 @@ static void file_name(char *buf, size_t cap, uint64_t n)
 		ha_snprintf(buf, cap, "%s.%s%s.heap", P.prefix, pad, num);
 }
 
+/* PREFIX[_PID].peak.heap and .peak.pb.gz into text and pb. */
+static void peak_names(char *text, char *pb, size_t cap)
+{
+	pid_t pid = getpid();
+	if (P.use_pid || pid != P.root_pid) {
+		ha_snprintf(text, cap, "%s_%d.peak.heap", P.prefix, (int)pid);
+		ha_snprintf(pb, cap, "%s_%d.peak.pb.gz", P.prefix, (int)pid);
+	} else {
+		ha_snprintf(text, cap, "%s.peak.heap", P.prefix);
+		ha_snprintf(pb, cap, "%s.peak.pb.gz", P.prefix);
+	}
+}
+
+/* With every dump: the peak profile, when it changed since it was written. */
+static void write_peak(int fmt)
+{
+	char text[PREFIX_MAX + 64], pb[PREFIX_MAX + 64];
+	peak_names(text, pb, sizeof text);
+	int n;
+	int e = ha_peak_write(text, pb, fmt, P.r, &n);
+	if (n)
+		ha_log("Writing the peak heap profile to %s (%llu MB in use at the peak)\n",
+		       fmt & HA_FORMAT_TEXT ? text : pb,
+		       (unsigned long long)(ha_peak_inuse() >> 20));
+	if (e)
+		ha_log("Failed writing the peak heap profile %s: %s (errno %d)\n",
+		       fmt & HA_FORMAT_TEXT ? text : pb, errno_name(e), e);
+}
+
 static int dump_locked(const char *reason)
 {
 	pid_t pid = getpid();
@@ -420,6 +473,7 @@ static int dump_locked(const char *reason)
 	}
 	if (!err)
 		P.written++;
+	write_peak(fmt);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
 }
@@ -485,7 +539,7 @@ int ha_prof_running(void)
 /* ------------------------------------------------------------------ */
 /* start / stop                                                        */
 
-/* Remove PREFIX.NNNN.heap and .pb.gz (or PREFIX_PID.NNNN.* when this process uses
+/* Remove PREFIX.NNNN.heap and .pb.gz and PREFIX.peak.* (or PREFIX_PID.* when this process uses
  * the pid form) left by an earlier run.  getdents64: no opendir malloc. */
 static void cleanup_old(void)
 {
@@ -526,7 +580,8 @@ static void cleanup_old(void)
 			int digits = 0;
 			while (*s >= '0' && *s <= '9')
 				s++, digits++;
-			if (digits >= 4 && (strcmp(s, ".heap") == 0 || strcmp(s, ".pb.gz") == 0))
+			if ((digits >= 4 && (strcmp(s, ".heap") == 0 || strcmp(s, ".pb.gz") == 0)) ||
+			    (!digits && (strcmp(s, "peak.heap") == 0 || strcmp(s, "peak.pb.gz") == 0)))
 				unlinkat(dfd, d->name, 0);
 		}
 	}
@@ -594,6 +649,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_books(P.base, P.base_req);
 	P.last_alloc = P.last_free = P.high_water = 0;
 	P.samples = 0;
+	ha_peak_reset(ha_prof_opt.peak_interval);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	if (from_env && ha_prof_opt.cleanup)
 		cleanup_old();
@@ -626,6 +682,7 @@ void ha_prof_stop(void)
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
 		ha_table_lock();
 		ha_objmap_lock_all();
+		ha_peak_drop();
 		ha_objmap_destroy();
 		ha_table_destroy();
 		ha_objmap_unlock_all();

@@ -177,12 +177,31 @@ void ha_writer_maps(ha_out *o)
 	close(fd);
 }
 
+/* The lines of set, or a fresh snapshot of the live table (*own: free it). */
+const ha_line *ha_lines_of(const ha_lineset *set, size_t *n, int *own)
+{
+	if (set) {
+		*n = set->n;
+		*own = 0;
+		return set->v;
+	}
+	ha_table_lock();
+	ha_line *lines = ha_table_snapshot(n);
+	ha_table_unlock();
+	*own = 1;
+	return lines;
+}
+
 void ha_writer_profile(ha_out *o, int64_t r)
 {
+	ha_writer_profile_from(o, r, NULL);
+}
+
+void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
+{
 	size_t n = 0;
-	ha_table_lock();
-	ha_line *lines = ha_table_snapshot(&n);
-	ha_table_unlock();
+	int own;
+	const ha_line *lines = ha_lines_of(set, &n, &own);
 	uint64_t t[4] = { 0, 0, 0, 0 };
 	for (size_t i = 0; i < n; i++) {
 		t[0] += lines[i].alloc_count - lines[i].free_count;
@@ -216,13 +235,18 @@ void ha_writer_profile(ha_out *o, int64_t r)
 		}
 		ha_out_str(o, "\n");
 	}
-	if (lines)
-		ha_raw_free(lines);
+	if (lines && own)
+		ha_raw_free((void *)lines);
 	ha_out_str(o, "\nMAPPED_LIBRARIES:\n");
 	ha_writer_maps(o);
 }
 
 int ha_writer_file(const char *path, int64_t r)
+{
+	return ha_writer_file_from(path, r, NULL);
+}
+
+int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set)
 {
 	char tmp[4096 + 16];
 	size_t pl = strlen(path);
@@ -247,7 +271,7 @@ int ha_writer_file(const char *path, int64_t r)
 		unlink(tmp);
 	}
 	ha_out o = { NULL, 0, 0, fd, 0 };
-	ha_writer_profile(&o, r);
+	ha_writer_profile_from(&o, r, set);
 	int err = ha_out_flush(&o);
 	if (o.buf)
 		ha_raw_free(o.buf);
