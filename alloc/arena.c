@@ -160,3 +160,11 @@ void ha_raw_free(void *p)
 {
 	mi_free(p);
 }
+
+/* Bytes mimalloc has committed from the system, by its own count. */
+uint64_t ha_arena_committed(void)
+{
+	size_t elapsed, user, sys, rss, peak_rss, commit, peak_commit, faults;
+	mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
+	return commit;
+}

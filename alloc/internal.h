@@ -149,6 +149,7 @@ uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
 int ha_arena_is_large(const void *p);         /* header magic intact */
 void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
+uint64_t ha_arena_committed(void);
 void ha_arena_init(void);
 /* Raw memory for the profiler and other internals: never sampled, never in
  * size classes, safe to call while holding heapalloc locks. */

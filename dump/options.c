@@ -66,6 +66,8 @@ static const opt_row rows[] = {
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
 	{ "HEAP_PROFILE_PEAK_INTERVAL", OPT_SIZE, 16777216, &ha_prof_opt.peak_interval, NULL, NULL,
 	  "PREFIX.peak.heap: the profile at the in-use high, copied in steps of N bytes; 0 off" },
+	{ "HEAP_PROFILE_STATS", OPT_BOOL, 1, &ha_prof_opt.stats, NULL, NULL,
+	  "write PREFIX.NNNN.stats beside each dump: heap books and caches against the process's RSS" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

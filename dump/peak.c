@@ -56,6 +56,11 @@ void ha_peak_check(uint64_t inuse)
 	K.version++;
 }
 
+uint64_t ha_peak_bytes(void)
+{
+	return K.lines ? (uint64_t)K.n * sizeof *K.lines : 0;
+}
+
 uint64_t ha_peak_inuse(void)
 {
 	return K.lines ? K.mark : 0;

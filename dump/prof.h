@@ -10,6 +10,7 @@
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
+ *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -121,6 +122,7 @@ typedef struct ha_prof_options {
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
 	int64_t peak_interval;    /* HEAP_PROFILE_PEAK_INTERVAL, 0 = no peak profile */
+	int64_t stats;            /* HEAP_PROFILE_STATS: PREFIX.NNNN.stats with each dump */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -283,6 +285,14 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 uint64_t ha_peak_inuse(void);
 /* Forget the snapshot (the table is going away; caller holds the table lock). */
 void ha_peak_drop(void);
+/* Bytes the snapshot holds. */
+uint64_t ha_peak_bytes(void);
+
+/* ---- stats.c ------------------------------------------------------------- */
+/* Write PREFIX.NNNN.stats (path) for dump `dump`: the heap's books and caches
+ * against the process's resident memory.  0 or errno. */
+int ha_stats_file(const char *path, const char *dump, const char *reason, uint64_t inuse,
+		  uint64_t peak);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.

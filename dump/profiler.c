@@ -473,6 +473,18 @@ static int dump_locked(const char *reason)
 	}
 	if (!err)
 		P.written++;
+	if (ha_prof_opt.stats && !err) {
+		char sp[PREFIX_MAX + 64];
+		memcpy(sp, path, pl - 5);
+		memcpy(sp + pl - 5, ".stats", 7);
+		uint64_t t[2];
+		ha_prof_totals(t);
+		int e = ha_stats_file(sp, fmt & HA_FORMAT_TEXT ? path : pb, reason, inuse_of(t),
+				      ha_peak_inuse());
+		if (e)
+			ha_log("Failed writing heap statistics to %s: %s (errno %d)\n", sp,
+			       errno_name(e), e);
+	}
 	write_peak(fmt);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
@@ -580,7 +592,8 @@ static void cleanup_old(void)
 			int digits = 0;
 			while (*s >= '0' && *s <= '9')
 				s++, digits++;
-			if ((digits >= 4 && (strcmp(s, ".heap") == 0 || strcmp(s, ".pb.gz") == 0)) ||
+			if ((digits >= 4 && (strcmp(s, ".heap") == 0 || strcmp(s, ".pb.gz") == 0 ||
+					     strcmp(s, ".stats") == 0)) ||
 			    (!digits && (strcmp(s, "peak.heap") == 0 || strcmp(s, "peak.pb.gz") == 0)))
 				unlinkat(dfd, d->name, 0);
 		}

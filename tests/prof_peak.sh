@@ -13,7 +13,7 @@ MIB=1048576
 mkdir "$tmp/a"
 HEAPPROFILE="$tmp/a/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_PEAK_INTERVAL=1 \
 	"$W" 40 5 2>"$tmp/a.err" || fail "run exited $?"
-eq "files" "$(ls "$tmp/a" | grep -v '\.log$' | tr '\n' ' ')" "p.0001.heap p.peak.heap "
+eq "files" "$(ls "$tmp/a" | grep -Ev '\.(log|stats)$' | tr '\n' ' ')" "p.0001.heap p.peak.heap "
 shape "$tmp/a/p.peak.heap"
 eq "peak: a bytes" "$(flat inuse_space "$tmp/a/p.peak.heap" peak_site_a)" $((40 * MIB))
 eq "peak: a objects" "$(flat inuse_objects "$tmp/a/p.peak.heap" peak_site_a)" 40
@@ -34,7 +34,7 @@ eq "default step: a bytes" "$(flat inuse_space "$tmp/d/p.peak.heap" peak_site_a)
 mkdir "$tmp/b"
 HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_PEAK_INTERVAL=1 \
 	HEAP_PROFILE_FORMAT=both "$W" 40 5 2>"$tmp/b.err" || fail "both: exited $?"
-eq "both: files" "$(ls "$tmp/b" | grep -v '\.log$' | tr '\n' ' ')" \
+eq "both: files" "$(ls "$tmp/b" | grep -Ev '\.(log|stats)$' | tr '\n' ' ')" \
 	"p.0001.heap p.0001.pb.gz p.peak.heap p.peak.pb.gz "
 eq "both: pprof peak a" "$(flat inuse_space "$tmp/b/p.peak.pb.gz" peak_site_a)" $((40 * MIB))
 
@@ -52,6 +52,6 @@ mkdir "$tmp/z"
 echo stale >"$tmp/z/p.peak.heap"
 HEAPPROFILE="$tmp/z/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_PEAK_INTERVAL=0 \
 	"$W" 40 5 2>"$tmp/z.err" || fail "off: exited $?"
-eq "off: files" "$(ls "$tmp/z" | grep -v '\.log$' | tr '\n' ' ')" "p.0001.heap "
+eq "off: files" "$(ls "$tmp/z" | grep -Ev '\.(log|stats)$' | tr '\n' ' ')" "p.0001.heap "
 grep -q 'peak' "$tmp/z.err" && fail "off: a peak line: $(cat "$tmp/z.err")"
 finish

@@ -1,0 +1,150 @@
+/* dumpstall — how long an allocating thread stalls while a large profile is
+ * dumped.  Run under heapalloc with profiling on (make bench-stall does):
+ * first 65536 distinct stacks fill the stack table, then two threads malloc/free random
+ * 16 B - 4 KiB blocks, timing every iteration, while the main thread calls
+ * HeapProfilerDump every 50 ms.  The same loop without dumps first gives the
+ * machine's own noise.  Prints "key value" lines: lines in the profile,
+ * median dump time, and each phase's longest iteration and 99.99th
+ * percentile (microseconds).
+ */
+#include "bench.h"
+#include <pthread.h>
+
+#define THREADS 2
+#define SAMPLES (1 << 22)
+
+typedef void (*leaf_fn)(size_t);
+static void *volatile keep_sink;
+
+#define LEAF(k) \
+	__attribute__((noinline)) static void leaf##k(size_t n) \
+	{ void *p = malloc(n); keep_sink = p; }
+LEAF(0) LEAF(1) LEAF(2) LEAF(3) LEAF(4) LEAF(5) LEAF(6) LEAF(7)
+LEAF(8) LEAF(9) LEAF(10) LEAF(11) LEAF(12) LEAF(13) LEAF(14) LEAF(15)
+static const leaf_fn leaves[16] = { leaf0, leaf1, leaf2, leaf3, leaf4, leaf5, leaf6, leaf7,
+				    leaf8, leaf9, leaf10, leaf11, leaf12, leaf13, leaf14, leaf15 };
+
+/* Two call paths per level: the bits of `path` pick one at each of `d`
+ * levels, so 2^d distinct stacks reach each leaf. */
+__attribute__((noinline)) static void desc_b(unsigned path, int d, int leaf, size_t n);
+__attribute__((noinline)) static void desc_a(unsigned path, int d, int leaf, size_t n)
+{
+	if (d == 0)
+		leaves[leaf](n);
+	else if (path & 1)
+		desc_a(path >> 1, d - 1, leaf, n);
+	else
+		desc_b(path >> 1, d - 1, leaf, n);
+	__asm__ volatile("" ::: "memory");   /* not a tail call */
+}
+
+__attribute__((noinline)) static void desc_b(unsigned path, int d, int leaf, size_t n)
+{
+	if (d == 0)
+		leaves[leaf](n);
+	else if (path & 1)
+		desc_a(path >> 1, d - 1, leaf, n);
+	else
+		desc_b(path >> 1, d - 1, leaf, n);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void descend_top(unsigned path, int leaf)
+{
+	desc_a(path, 12, leaf, (size_t)4 << 20);
+	free(keep_sink);
+}
+
+static volatile int phase_running;
+static float gaps[THREADS][SAMPLES];
+static long ngaps[THREADS];
+
+static void *churn(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(t + 1);
+	long k = 0;
+	double last = bench_now();
+	while (__atomic_load_n(&phase_running, __ATOMIC_ACQUIRE)) {
+		void *p = malloc(bench_range(&seed, 16, 4096));
+		*(volatile char *)p = 1;
+		free(p);
+		double now = bench_now();
+		if (k < SAMPLES)
+			gaps[t][k++] = (float)((now - last) * 1e6);
+		last = now;
+	}
+	ngaps[t] = k;
+	return NULL;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* One phase of `ms` milliseconds; dump every 50 ms when dump != NULL. */
+static void phase(const char *name, int ms, void (*dump)(const char *))
+{
+	pthread_t th[THREADS];
+	__atomic_store_n(&phase_running, 1, __ATOMIC_RELEASE);
+	for (int t = 0; t < THREADS; t++)
+		pthread_create(&th[t], NULL, churn, (void *)(intptr_t)t);
+	double dts[64];
+	int nd = 0;
+	for (int waited = 0; waited < ms; waited += 50) {
+		usleep(50000);
+		if (dump && nd < 64) {
+			double t0 = bench_now();
+			dump("dumpstall");
+			dts[nd++] = (bench_now() - t0) * 1e3;
+		}
+	}
+	__atomic_store_n(&phase_running, 0, __ATOMIC_RELEASE);
+	for (int t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	float worst = 0, p9999 = 0;
+	for (int t = 0; t < THREADS; t++) {
+		qsort(gaps[t], (size_t)ngaps[t], sizeof(float), cmp_float);
+		if (ngaps[t] && gaps[t][ngaps[t] - 1] > worst)
+			worst = gaps[t][ngaps[t] - 1];
+		float q = ngaps[t] ? gaps[t][(long)(ngaps[t] * 0.9999)] : 0;
+		if (q > p9999)
+			p9999 = q;
+	}
+	printf("%s_stall_max_us %.0f\n%s_stall_p9999_us %.1f\n", name, worst, name, p9999);
+	if (nd) {
+		double s = 0, mx = 0;
+		for (int i = 0; i < nd; i++) {
+			s += dts[i];
+			mx = dts[i] > mx ? dts[i] : mx;
+		}
+		printf("dumps %d\ndump_ms_mean %.2f\ndump_ms_max %.2f\n", nd, s / nd, mx);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	double scale = bench_scale(argc, argv);
+	void (*dump)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "HeapProfilerDump");
+	bench_print_allocator();
+	if (!dump || !getenv("HEAPPROFILE")) {
+		fprintf(stderr, "dumpstall: run under heapalloc with HEAPPROFILE set\n");
+		return 2;
+	}
+	/* fill the table: 4096 paths x 16 leaves of 4 MiB blocks (sampled
+	 * every time at the default interval), each freed at once */
+	long lines = 0;
+	for (unsigned path = 0; path < 4096; path++)
+		for (int l = 0; l < 16; l++, lines++) {
+			descend_top(path, l);
+		}
+	printf("stacks %ld\n", lines);
+	int ms = (int)(2000 * scale);
+	if (ms < 400)
+		ms = 400;
+	phase("nodump", ms, NULL);
+	phase("dumping", ms, dump);
+	return 0;
+}

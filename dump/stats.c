@@ -1,0 +1,263 @@
+/* dump/stats.c — PREFIX.NNNN.stats beside each dump: the heap against the
+ * process's resident memory, so "200 MiB in the profile, 2 GiB in top" is
+ * explained at a glance.  The heap's side comes from the allocator's books
+ * and caches, the process's from /proc/self/smaps_rollup (resident bytes by
+ * kind) and /proc/self/smaps (the largest resident mappings by path, all
+ * anonymous memory as one "[anon]").  "name value" lines, bytes, under a
+ * comment header.  Written via path.tmp + rename; never allocates (stack
+ * buffers, raw system calls).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dump/prof.h"
+#include "heapalloc.h"
+
+#define TOP 8
+#define PATH_CAP 200
+
+typedef struct {
+	uint64_t rss;
+	char path[PATH_CAP];
+} region;
+
+typedef struct {
+	uint64_t rss, anon, file_rss, shmem, swap;   /* smaps_rollup */
+	region top[TOP];
+	region cur;                                   /* smaps: the run being summed */
+	uint64_t anon_all;
+	int have_cur;
+} proc_mem;
+
+/* The value in kB after "Name:" on line l (its length n), in bytes. */
+static uint64_t kb_field(const char *l, size_t n)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	while (i < n && l[i] != ':')
+		i++;
+	for (i++; i < n && l[i] == ' '; i++)
+		;
+	for (; i < n && l[i] >= '0' && l[i] <= '9'; i++)
+		v = v * 10 + (uint64_t)(l[i] - '0');
+	return v << 10;
+}
+
+static int starts(const char *l, size_t n, const char *key)
+{
+	size_t k = strlen(key);
+	return n > k && memcmp(l, key, k) == 0;
+}
+
+/* Feed fd's lines to fn(line, len, arg). */
+static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *arg)
+{
+	char buf[4096];
+	size_t have = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof buf - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		size_t s = 0;
+		for (size_t i = 0; i < have; i++)
+			if (buf[i] == '\n') {
+				fn(buf + s, i - s, arg);
+				s = i + 1;
+			}
+		if (s == 0 && have == sizeof buf)   /* a line longer than buf: drop it */
+			s = have;
+		memmove(buf, buf + s, have - s);
+		have -= s;
+	}
+}
+
+static void rollup_line(const char *l, size_t n, void *arg)
+{
+	proc_mem *m = arg;
+	if (starts(l, n, "Rss:"))
+		m->rss = kb_field(l, n);
+	else if (starts(l, n, "Anonymous:"))
+		m->anon = kb_field(l, n);
+	else if (starts(l, n, "Shared_Clean:") || starts(l, n, "Shared_Dirty:"))
+		m->shmem += kb_field(l, n);
+	else if (starts(l, n, "Swap:"))
+		m->swap = kb_field(l, n);
+}
+
+static void keep_top(proc_mem *m, const region *r)
+{
+	if (!r->rss)
+		return;
+	int low = 0;
+	for (int i = 0; i < TOP; i++) {
+		if (m->top[i].rss && strcmp(m->top[i].path, r->path) == 0) {
+			m->top[i].rss += r->rss;     /* the same file again */
+			return;
+		}
+		if (m->top[i].rss < m->top[low].rss)
+			low = i;
+	}
+	if (r->rss > m->top[low].rss)
+		m->top[low] = *r;
+}
+
+/* A mapping's header line: "start-end perms offset dev inode   path". */
+static int header_path(const char *l, size_t n, char *path)
+{
+	int field = 0;
+	size_t i = 0;
+	if (n == 0 || !((l[0] >= '0' && l[0] <= '9') || (l[0] >= 'a' && l[0] <= 'f')))
+		return 0;
+	for (; i < n && field < 5; i++)
+		if (l[i] == ' ') {
+			field++;
+			while (i + 1 < n && l[i + 1] == ' ' && field < 5)
+				i++;
+		}
+	if (field < 5)
+		return 0;
+	while (i < n && l[i] == ' ')
+		i++;
+	size_t k = n - i < PATH_CAP - 1 ? n - i : PATH_CAP - 1;
+	memcpy(path, l + i, k);
+	path[k] = 0;
+	if (!k)
+		strcpy(path, "[anon]");
+	return 1;
+}
+
+static void smaps_line(const char *l, size_t n, void *arg)
+{
+	proc_mem *m = arg;
+	char path[PATH_CAP];
+	if (header_path(l, n, path)) {
+		if (m->have_cur && strcmp(m->cur.path, path) == 0)
+			return;                      /* the next piece of the same file */
+		if (m->have_cur)
+			keep_top(m, &m->cur);
+		memset(&m->cur, 0, sizeof m->cur);
+		memcpy(m->cur.path, path, sizeof path);
+		m->have_cur = 1;
+	} else if (m->have_cur && starts(l, n, "Rss:")) {
+		m->cur.rss += kb_field(l, n);
+	}
+}
+
+static void read_proc(proc_mem *m)
+{
+	memset(m, 0, sizeof *m);
+	int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		each_line(fd, rollup_line, m);
+		close(fd);
+	}
+	m->file_rss = m->rss > m->anon ? m->rss - m->anon : 0;
+	fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		each_line(fd, smaps_line, m);
+		close(fd);
+		if (m->have_cur)
+			keep_top(m, &m->cur);
+	}
+}
+
+static void line(ha_out *o, const char *name, uint64_t v, const char *what)
+{
+	static const char pad[] = "                        ";
+	size_t n = strlen(name);
+	ha_out_str(o, name);
+	ha_out_bytes(o, pad, n < 20 ? 20 - n : 1);
+	ha_out_u64(o, v, 14);
+	ha_out_str(o, "  ");
+	ha_out_str(o, what);
+	ha_out_str(o, "\n");
+}
+
+static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_t inuse,
+			uint64_t peak)
+{
+	heapalloc_stats st;
+	heapalloc_get_stats(&st);
+	uint64_t hb, hbytes, hcached;
+	ha_huge_stats(&hb, &hbytes, &hcached);
+	proc_mem m;
+	read_proc(&m);
+	ha_out_str(o, "# heapalloc stats for ");
+	ha_out_str(o, dump);
+	ha_out_str(o, " (");
+	ha_out_str(o, reason);
+	ha_out_str(o, ")\n# name value(bytes) meaning\n");
+	line(o, "heap.in_use", inuse, "bytes in use since profiling started (the books: size-class bytes)");
+	line(o, "heap.peak_in_use", peak, "in use at PREFIX.peak.heap's copy (0: none yet)");
+	line(o, "heap.free_held", st.small_free_bytes + hcached,
+	     "free bytes heapalloc keeps for reuse (the three lines below)");
+	line(o, "heap.thread_caches", st.thread_cache_bytes, "free blocks in thread caches");
+	line(o, "heap.central", st.small_free_bytes - st.thread_cache_bytes,
+	     "free blocks in central lists and spans");
+	line(o, "heap.huge_cached", hcached, "freed pages of blocks >= 1 MiB held for reuse (resident where touched)");
+	line(o, "heap.spans", st.small_span_bytes, "bytes in spans of small size classes");
+	line(o, "heap.large", st.large_bytes, "bytes in blocks > 32 KiB");
+	line(o, "heap.metadata", st.metadata_bytes, "span records, page map");
+	line(o, "mimalloc.committed", ha_arena_committed(), "bytes the backing arena has committed");
+	line(o, "profiler.memory", st.prof_memory + ha_peak_bytes(),
+	     "stack table, sampled-object map, peak copy");
+	line(o, "process.rss", m.rss, "resident (smaps_rollup)");
+	line(o, "process.rss_anon", m.anon, "of it anonymous: the heap, stacks, other mmaps");
+	line(o, "process.rss_file", m.file_rss, "of it file-backed: code, mapped files");
+	line(o, "process.rss_shared", m.shmem, "of it shared with other processes");
+	line(o, "process.swap", m.swap, "swapped out");
+	/* the largest resident regions, biggest first */
+	for (int k = 0; k < TOP; k++) {
+		int best = -1;
+		for (int i = 0; i < TOP; i++)
+			if (m.top[i].rss && (best < 0 || m.top[i].rss > m.top[best].rss))
+				best = i;
+		if (best < 0)
+			break;
+		line(o, "process.mapping", m.top[best].rss, m.top[best].path);
+		m.top[best].rss = 0;
+	}
+}
+
+int ha_stats_file(const char *path, const char *dump, const char *reason, uint64_t inuse,
+		  uint64_t peak)
+{
+	char tmp[4096 + 16];
+	size_t pl = strlen(path);
+	if (pl + 5 > sizeof tmp)
+		return ENAMETOOLONG;
+	memcpy(tmp, path, pl);
+	memcpy(tmp + pl, ".tmp", 5);
+	int fd, tries = 0;
+	for (;;) {
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != EEXIST || tries++ > 0)
+			return errno;
+		unlink(tmp);
+	}
+	ha_out o = { NULL, 0, 0, fd, 0 };
+	write_stats(&o, dump, reason, inuse, peak);
+	int err = ha_out_flush(&o);
+	if (o.buf)
+		ha_raw_free(o.buf);
+	if (close(fd) != 0 && !err && errno != EINTR)
+		err = errno;
+	if (!err && rename(tmp, path) != 0)
+		err = errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}

@@ -1,0 +1,50 @@
+#!/bin/sh
+# PREFIX.NNNN.stats beside each dump: a program holding a 48 MiB file
+# mapping (every page read) and 8 MiB of touched heap is explained by its
+# stats — RSS split into file and anonymous, the file among the largest
+# mappings, the heap's in-use total exact — and HEAP_PROFILE_STATS=0 writes
+# none.
+PROF_WORK="$top_builddir/tests/prof_peak"
+. "$top_srcdir/tests/prof_lib.sh"
+MIB=1048576
+
+# val FILE NAME — the value of the line NAME
+val() { awk -v n="$2" '$1 == n { print $2; exit }' "$1"; }
+# ge WHAT GOT MIN
+ge() { [ -n "$2" ] && [ "$2" -ge "$3" ] || fail "$1: got '$2', want >= $3"; }
+le() { [ -n "$2" ] && [ "$2" -le "$3" ] || fail "$1: got '$2', want <= $3"; }
+
+truncate -s $((48 * MIB)) "$tmp/data.bin" || exit 99
+mkdir "$tmp/a"
+HEAPPROFILE="$tmp/a/p" "$W" map "$tmp/data.bin" 8 2>"$tmp/a.err" || fail "map exited $?"
+s="$tmp/a/p.0001.stats"
+[ -f "$s" ] || { fail "no $s: $(ls "$tmp/a" | tr '\n' ' ')"; finish; }
+eq "header" "$(head -1 "$s")" "# heapalloc stats for $tmp/a/p.0001.heap (Exiting, 8 MB in use)"
+ge "heap.in_use" "$(val "$s" heap.in_use)" $((8 * MIB))
+le "heap.in_use" "$(val "$s" heap.in_use)" $((8 * MIB + 256 * 1024))
+ge "process.rss" "$(val "$s" process.rss)" $((56 * MIB))
+ge "process.rss_file" "$(val "$s" process.rss_file)" $((48 * MIB))
+ge "process.rss_anon" "$(val "$s" process.rss_anon)" $((8 * MIB))
+le "process.rss_anon" "$(val "$s" process.rss_anon)" $((40 * MIB))
+eq "largest mapping" "$(awk '$1 == "process.mapping" { print $2, $3; exit }' "$s")" \
+	"$((48 * MIB)) $tmp/data.bin"
+eq "anon among the mappings" "$(awk '$1 == "process.mapping" && $3 == "[anon]" { n++ } END { print n + 0 }' "$s")" 1
+# every line: a name, a number, a meaning
+bad=$(awk '!/^#/ && !($1 ~ /^[a-z_]+\.[a-z_]+$/ && $2 ~ /^[0-9]+$/ && NF >= 3)' "$s")
+eq "line shape" "$bad" ""
+held=$(val "$s" heap.free_held)
+eq "free held = its parts" "$held" \
+	$(( $(val "$s" heap.thread_caches) + $(val "$s" heap.central) + $(val "$s" heap.huge_cached) ))
+
+# one per numbered dump, same number; none with HEAP_PROFILE_STATS=0
+mkdir "$tmp/b"
+HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_STATS=0 "$W" map "$tmp/data.bin" 8 2>"$tmp/b.err" ||
+	fail "stats off: exited $?"
+eq "stats off" "$(ls "$tmp/b" | grep -c '\.stats$')" 0
+mkdir "$tmp/c"
+HEAPPROFILE="$tmp/c/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_INUSE_INTERVAL=8M \
+	"$W" 40 5 2>"$tmp/c.err" || fail "peak run exited $?"
+eq "a stats file per dump" "$(ls "$tmp/c" | sed -n 's/\.heap$//p' | grep -v peak | tr '\n' ' ')" \
+	"$(ls "$tmp/c" | sed -n 's/\.stats$//p' | tr '\n' ' ')"
+ge "dumps" "$(ls "$tmp/c" | grep -c '^p\.[0-9]*\.stats$')" 5
+finish
