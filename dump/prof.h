@@ -9,6 +9,7 @@
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
+ *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -253,6 +254,13 @@ void ha_writer_maps(ha_out *o);
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */
 int ha_writer_file(const char *path, int64_t r);
+
+/* ---- dumplog.c ----------------------------------------------------------- */
+/* Create (truncate) the dump log at path with its header. */
+void ha_dumplog_start(const char *path);
+/* Append dump number seq: t = allocated, freed (bytes); file its path. */
+void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
+		     const char *reason);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.

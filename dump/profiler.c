@@ -390,6 +390,16 @@ static void file_name(char *buf, size_t cap, uint64_t n)
 		ha_snprintf(buf, cap, "%s.%s%s.heap", P.prefix, pad, num);
 }
 
+/* PREFIX[_PID].log, the dump log's name for this process. */
+static void log_name(char *buf, size_t cap)
+{
+	pid_t pid = getpid();
+	if (P.use_pid || pid != P.root_pid)
+		ha_snprintf(buf, cap, "%s_%d.log", P.prefix, (int)pid);
+	else
+		ha_snprintf(buf, cap, "%s.log", P.prefix);
+}
+
 static int dump_locked(const char *reason)
 {
 	pid_t pid = getpid();
@@ -420,6 +430,11 @@ static int dump_locked(const char *reason)
 	}
 	if (!err)
 		P.written++;
+	uint64_t t[2];
+	ha_prof_totals(t);
+	char lp[PREFIX_MAX + 64];
+	log_name(lp, sizeof lp);
+	ha_dumplog_line(lp, P.ndumps, t, fmt & HA_FORMAT_TEXT ? path : pb, reason);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
 }
@@ -597,6 +612,9 @@ int ha_prof_start(const char *prefix, int from_env)
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	if (from_env && ha_prof_opt.cleanup)
 		cleanup_old();
+	char lp[PREFIX_MAX + 64];
+	log_name(lp, sizeof lp);
+	ha_dumplog_start(lp);
 	uint64_t zero[2] = { 0, 0 };
 	P.share = alloc_room(zero);
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
