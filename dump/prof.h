@@ -256,9 +256,11 @@ void ha_writer_profile(ha_out *o, int64_t r);
 int ha_writer_file(const char *path, int64_t r);
 
 /* ---- dumplog.c ----------------------------------------------------------- */
-/* Create (truncate) the dump log at path with its header. */
+/* Start the dump log at path afresh with its header, unless this process
+ * started it already (a restart carries on). */
 void ha_dumplog_start(const char *path);
-/* Append dump number seq: t = allocated, freed (bytes); file its path. */
+/* Append dump number seq: t = allocated, freed (bytes); file the path
+ * written, NULL when the dump failed ("-" in the log). */
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		     const char *reason);
 

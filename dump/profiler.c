@@ -414,6 +414,7 @@ static int dump_locked(const char *reason)
 	if (!fmt)
 		fmt = HA_FORMAT_TEXT;
 	char pb[PREFIX_MAX + 64];
+	const char *written = NULL;   /* the log names the first file written */
 	size_t pl = strlen(path);
 	memcpy(pb, path, pl - 5);
 	memcpy(pb + pl - 5, ".pb.gz", 7);
@@ -426,6 +427,8 @@ static int dump_locked(const char *reason)
 		if (e)
 			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
 			       errno_name(e), e);
+		else if (!written)
+			written = f;
 		err = err ? err : e;
 	}
 	if (!err)
@@ -434,7 +437,7 @@ static int dump_locked(const char *reason)
 	ha_prof_totals(t);
 	char lp[PREFIX_MAX + 64];
 	log_name(lp, sizeof lp);
-	ha_dumplog_line(lp, P.ndumps, t, fmt & HA_FORMAT_TEXT ? path : pb, reason);
+	ha_dumplog_line(lp, P.ndumps, t, written, reason);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
 }

@@ -2,8 +2,9 @@
 # PREFIX.log: one tab-separated line per dump under a two-line header —
 # number, time, allocated, freed, in use (= allocated - freed), RSS, file,
 # reason — in the order and with the reasons of the stderr lines; a new run
-# starts a fresh log; a fork child keeps PREFIX_PID.log; a log that cannot
-# be written costs one stderr line and no dump.
+# starts a fresh log, a stop and start in one process carries it on; a fork
+# child keeps PREFIX_PID.log; a log that cannot be written costs one stderr
+# line and no dump.
 . "$top_srcdir/tests/prof_lib.sh"
 
 # check NAME DIR ERRFILE — the log of DIR/p against the files and stderr
@@ -34,6 +35,14 @@ eq "11 dumps" "$(tail -n +3 "$tmp/a/p.log" | wc -l)" 11
 HEAPPROFILE="$tmp/a/p" "$W" exit 2>"$tmp/a2.err" || fail "exit exited $?"
 check "second run" "$tmp/a" "$tmp/a2.err"
 eq "second run: one line" "$(tail -n +3 "$tmp/a/p.log" | wc -l)" 1
+
+# a stop and a start in one process carry the log on, numbered like the files
+mkdir "$tmp/r"
+HEAPPROFILE="$tmp/r/p" "$W" restart 2>"$tmp/r.err" || fail "restart exited $?"
+check "restart" "$tmp/r" "$tmp/r.err"
+eq "restart: lines" "$(tail -n +3 "$tmp/r/p.log" | cut -f1,7,8 | sed 's/Exiting, .*/Exiting/' | tr '\t\n' '  ')" \
+	"1 p.0001.heap first session 2 p.0002.heap second session 3 p.0003.heap Exiting "
+eq "restart: one header" "$(grep -c '^#' "$tmp/r/p.log")" 2
 
 # a fork child writes its own log next to its own files
 mkdir "$tmp/f"

@@ -10,6 +10,7 @@
  *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
  *   signalexit      raise SIGUSR2 and exit at once
  *   exit | _exit    allocate, then leave by exit() or _exit()
+ *   restart         dump, stop, start again under HEAPPROFILE, dump, exit
  *   fork            fork a child and exec one, both allocate and exit
  *   execchild PFX   (run by fork) check the environment, allocate, exit
  *   threads         threads allocate/free while the main thread dumps
@@ -310,6 +311,16 @@ int main(int argc, char **argv)
 		exit(CHECK_DONE());
 	} else if (!strcmp(m, "exit")) {
 		site_keep(10);
+		exit(CHECK_DONE());
+	} else if (!strcmp(m, "restart")) {
+		const char *pfx = getenv("HEAPPROFILE");
+		REQUIRE(pfx);
+		site_keep(10);
+		CHECK_EQ(heapalloc_profile_dump("first session"), 0);
+		heapalloc_profile_stop();
+		CHECK_EQ(heapalloc_profile_start(pfx), 0);
+		site_keep(10);
+		CHECK_EQ(heapalloc_profile_dump("second session"), 0);
 		exit(CHECK_DONE());
 	} else if (!strcmp(m, "_exit")) {
 		site_keep(10);
