@@ -22,7 +22,8 @@ extern char **environ;
 ha_prof_options ha_prof_opt;
 int ha_prof_opt_loaded;
 
-typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_BOOL, OPT_SIGNAL, OPT_FORMAT } opt_type;
+typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_BOOL, OPT_SIGNAL,
+	       OPT_FORMAT } opt_type;
 
 typedef struct opt_row {
 	const char *name;
@@ -64,6 +65,8 @@ static const opt_row rows[] = {
 	  "gperftools' compatibility mode: requested-size totals and dump points (a size header per block)" },
 	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
+	{ "HEAP_PROFILE_KEEP", OPT_COUNT, 0, &ha_prof_opt.keep, NULL, NULL,
+	  "keep this process's first dump and its newest N, remove the others; 0 keeps all" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)
@@ -198,6 +201,7 @@ static const char *type_name(opt_type t)
 	switch (t) {
 	case OPT_SIZE: return "a size in bytes";
 	case OPT_SECONDS: return "a number of seconds";
+	case OPT_COUNT: return "a whole number";
 	case OPT_BOOL: return "a boolean";
 	case OPT_SIGNAL: return "a signal";
 	case OPT_FORMAT: return "text, pprof or both";
@@ -232,6 +236,7 @@ void ha_options_load_from(char *const *env)
 		case OPT_SIGNAL: err = ha_options_parse_signal(v, &x); break;
 		case OPT_FORMAT: err = ha_options_parse_format(v, &x); break;
 		case OPT_SECONDS:
+		case OPT_COUNT:
 			err = ha_options_parse_size(v, &x);
 			if (!err && strpbrk(v, "kKmMgGtTiBb"))
 				err = EINVAL;

@@ -120,6 +120,7 @@ typedef struct ha_prof_options {
 	int64_t cleanup;          /* HEAP_PROFILE_CLEANUP */
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
+	int64_t keep;             /* HEAP_PROFILE_KEEP: newest N dumps kept, 0 all */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */

@@ -63,8 +63,21 @@ static struct {
 	uint32_t gen;             /* bumped by every start */
 	int64_t share;            /* a thread's check budget at the last check */
 	int compat;               /* HEAP_PROFILE_EXACT_TOTALS for this start */
+	int64_t keep;             /* HEAP_PROFILE_KEEP for this start */
 	char prefix[PREFIX_MAX + 1];
 } P;
+
+/* HEAP_PROFILE_KEEP's books: the dumps this process wrote that are still
+ * on disk, oldest first, each (number << 2 | HA_FORMAT_* bits written),
+ * but for the first, which stays.  Only what is listed here is ever
+ * removed, so files of other runs and processes (even under a number this
+ * process failed to write) are never touched.  Raw memory, grown under
+ * ha_prof_dump_lock up to keep + 1 entries; a fork child starts empty. */
+static struct {
+	uint64_t *ring;
+	size_t cap, head, n;
+	int have_first;
+} K;
 
 static HA_TLS int fork_window;  /* this thread holds every lock (prefork) */
 
@@ -400,12 +413,62 @@ static void log_name(char *buf, size_t cap)
 		ha_snprintf(buf, cap, "%s.log", P.prefix);
 }
 
+/* PREFIX[_PID].NNNN.pb.gz from the .heap name of the same dump. */
+static void pb_name(char *pb, const char *path)
+{
+	size_t pl = strlen(path);
+	memcpy(pb, path, pl - 5);
+	memcpy(pb + pl - 5, ".pb.gz", 7);
+}
+
+/* HEAP_PROFILE_KEEP: dump n was written in the formats `written`; remember
+ * it and remove whatever falls out of the newest P.keep. */
+static __attribute__((noinline)) void retain(uint64_t n, int written)
+{
+	if (P.keep <= 0 || !written)
+		return;
+	if (!K.have_first) {
+		K.have_first = 1;
+		return;
+	}
+	if (K.n == K.cap) {
+		uint64_t want = K.cap ? (uint64_t)K.cap * 2 : 16;
+		if (want > (uint64_t)P.keep + 1)
+			want = (uint64_t)P.keep + 1;
+		uint64_t *r = want > K.cap ? ha_raw_malloc(want * sizeof *r) : NULL;
+		if (!r)
+			return;   /* not remembered: this one is never removed */
+		for (size_t i = 0; i < K.n; i++)
+			r[i] = K.ring[(K.head + i) % K.cap];
+		if (K.ring)
+			ha_raw_free(K.ring);
+		K.ring = r;
+		K.cap = (size_t)want;
+		K.head = 0;
+	}
+	K.ring[(K.head + K.n++) % K.cap] = n << 2 | (uint64_t)written;
+	while (K.n > (uint64_t)P.keep) {
+		uint64_t old = K.ring[K.head];
+		K.head = (K.head + 1) % K.cap;
+		K.n--;
+		char path[PREFIX_MAX + 64], pb[PREFIX_MAX + 64];
+		file_name(path, sizeof path, old >> 2);
+		pb_name(pb, path);
+		if (old & HA_FORMAT_TEXT)
+			unlink(path);
+		if (old & HA_FORMAT_PPROF)
+			unlink(pb);
+	}
+}
+
 static int dump_locked(const char *reason)
 {
 	pid_t pid = getpid();
 	if (pid != P.cur_pid) {       /* a fork child numbers its own files */
 		P.cur_pid = pid;
 		P.ndumps = 0;
+		K.n = K.head = 0;     /* the parent's files are not ours to remove */
+		K.have_first = 0;
 	}
 	char path[PREFIX_MAX + 64];
 	file_name(path, sizeof path, ++P.ndumps);
@@ -415,9 +478,8 @@ static int dump_locked(const char *reason)
 		fmt = HA_FORMAT_TEXT;
 	char pb[PREFIX_MAX + 64];
 	const char *written = NULL;   /* the log names the first file written */
-	size_t pl = strlen(path);
-	memcpy(pb, path, pl - 5);
-	memcpy(pb + pl - 5, ".pb.gz", 7);
+	int ok = 0;                   /* HA_FORMAT_* bits written */
+	pb_name(pb, path);
 	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
 		if (!(fmt & k))
 			continue;
@@ -427,7 +489,9 @@ static int dump_locked(const char *reason)
 		if (e)
 			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
 			       errno_name(e), e);
-		else if (!written)
+		else
+			ok |= k;
+		if (!e && !written)
 			written = f;
 		err = err ? err : e;
 	}
@@ -438,6 +502,7 @@ static int dump_locked(const char *reason)
 	char lp[PREFIX_MAX + 64];
 	log_name(lp, sizeof lp);
 	ha_dumplog_line(lp, P.ndumps, t, written, reason);
+	retain(P.ndumps, ok);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
 }
@@ -601,8 +666,14 @@ int ha_prof_start(const char *prefix, int from_env)
 		ha_prof_busy = busy;
 		return err;
 	}
+	int use_pid = from_env ? (int)ha_prof_opt.use_pid : 0;
+	if (strcmp(P.prefix, prefix) != 0 || use_pid != P.use_pid) {
+		K.n = K.head = 0;     /* a new naming: the old files stay as they are */
+		K.have_first = 0;
+	}
 	memcpy(P.prefix, prefix, pl + 1);
-	P.use_pid = from_env ? (int)ha_prof_opt.use_pid : 0;
+	P.use_pid = use_pid;
+	P.keep = ha_prof_opt.keep;
 	P.root_pid = P.cur_pid = getpid();
 	P.r = ha_prof_opt.sample_interval;
 	P.a_int = ha_prof_opt.alloc_interval;

@@ -11,6 +11,8 @@
  *   signalexit      raise SIGUSR2 and exit at once
  *   exit | _exit    allocate, then leave by exit() or _exit()
  *   restart         dump, stop, start again under HEAPPROFILE, dump, exit
+ *   forkdumps K     dump K times, fork a child that dumps K times and
+ *                   exits, list the root's files, dump once more and exit
  *   fork            fork a child and exec one, both allocate and exit
  *   execchild PFX   (run by fork) check the environment, allocate, exit
  *   threads         threads allocate/free while the main thread dumps
@@ -321,6 +323,33 @@ int main(int argc, char **argv)
 		CHECK_EQ(heapalloc_profile_start(pfx), 0);
 		site_keep(10);
 		CHECK_EQ(heapalloc_profile_dump("second session"), 0);
+		exit(CHECK_DONE());
+	} else if (!strcmp(m, "forkdumps") && argc >= 3) {
+		int k = atoi(argv[2]);
+		site_keep(10);
+		for (int i = 0; i < k; i++)
+			CHECK_EQ(heapalloc_profile_dump("root"), 0);
+		fflush(NULL);
+		pid_t c = fork();
+		REQUIRE(c >= 0);
+		if (c == 0) {
+			for (int i = 0; i < k; i++)
+				CHECK_EQ(heapalloc_profile_dump("child"), 0);
+			exit(CHECK_DONE());
+		}
+		int st;
+		REQUIRE(waitpid(c, &st, 0) == c);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		printf("child %d\nroot files after the child:", (int)c);
+		for (int i = 1; i <= k; i++) {
+			char f[4200];
+			snprintf(f, sizeof f, "%s.%04d.heap", getenv("HEAPPROFILE"), i);
+			if (access(f, F_OK) == 0)
+				printf(" %d", i);
+		}
+		printf("\n");
+		fflush(stdout);
+		CHECK_EQ(heapalloc_profile_dump("root after"), 0);
 		exit(CHECK_DONE());
 	} else if (!strcmp(m, "_exit")) {
 		site_keep(10);
