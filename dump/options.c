@@ -67,6 +67,8 @@ static const opt_row rows[] = {
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
 	{ "HEAP_PROFILE_KEEP", OPT_COUNT, 0, &ha_prof_opt.keep, NULL, NULL,
 	  "keep this process's first dump and its newest N, remove the others; 0 keeps all" },
+	{ "HEAP_PROFILE_MIN_SECONDS", OPT_SECONDS, 0, &ha_prof_opt.min_seconds, NULL, NULL,
+	  "at most one threshold dump per N seconds; the crossings between are counted into the next dump; 0 off" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

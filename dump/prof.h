@@ -121,6 +121,7 @@ typedef struct ha_prof_options {
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
 	int64_t keep;             /* HEAP_PROFILE_KEEP: newest N dumps kept, 0 all */
+	int64_t min_seconds;      /* HEAP_PROFILE_MIN_SECONDS: threshold dump spacing */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */

@@ -64,6 +64,9 @@ static struct {
 	int64_t share;            /* a thread's check budget at the last check */
 	int compat;               /* HEAP_PROFILE_EXACT_TOTALS for this start */
 	int64_t keep;             /* HEAP_PROFILE_KEEP for this start */
+	int64_t min_ns;           /* HEAP_PROFILE_MIN_SECONDS, in ns; 0 off */
+	int64_t last_thr;         /* CLOCK_MONOTONIC ns of the last threshold dump, -1 none */
+	uint64_t folded;          /* crossings held back since the last dump */
 	char prefix[PREFIX_MAX + 1];
 } P;
 
@@ -158,6 +161,28 @@ static void mb_reason(char *buf, size_t cap, const char *what, uint64_t v, uint6
 
 static int dump_locked(const char *reason);
 
+static int64_t mono_ns(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* HEAP_PROFILE_MIN_SECONDS: a threshold crossing less than min_ns after
+ * the last threshold dump is held back and counted (P.folded) for the
+ * next dump's reason; the baselines move as if it had been dumped, so the
+ * count is what the dump numbers would have been. */
+static int hold_back(void)
+{
+	if (P.min_ns <= 0)
+		return 0;
+	int64_t now = mono_ns();
+	if (P.last_thr >= 0 && now - P.last_thr < P.min_ns)
+		return 1;
+	P.last_thr = now;
+	return 0;
+}
+
 /* gperftools' MaybeDumpProfileLocked: at most one dump per check, in this
  * order of reasons; an automatic dump resets every baseline. */
 static void check_thresholds(void)
@@ -184,7 +209,10 @@ static void check_thresholds(void)
 			ha_snprintf(reason, sizeof reason, "%llu MB currently in use",
 				    (unsigned long long)(inuse >> 20));
 		if (reason[0]) {
-			dump_locked(reason);
+			if (hold_back())
+				P.folded++;
+			else
+				dump_locked(reason);
 			P.last_alloc = t[0];
 			P.last_free = t[1];
 			if (inuse > P.high_water)
@@ -463,6 +491,13 @@ static __attribute__((noinline)) void retain(uint64_t n, int written)
 
 static int dump_locked(const char *reason)
 {
+	char with_folded[1024];
+	if (P.folded) {               /* HEAP_PROFILE_MIN_SECONDS held these back */
+		ha_snprintf(with_folded, sizeof with_folded, "%s; %llu crossing%s folded", reason,
+			    (unsigned long long)P.folded, P.folded == 1 ? "" : "s");
+		reason = with_folded;
+		P.folded = 0;
+	}
 	pid_t pid = getpid();
 	if (pid != P.cur_pid) {       /* a fork child numbers its own files */
 		P.cur_pid = pid;
@@ -674,6 +709,10 @@ int ha_prof_start(const char *prefix, int from_env)
 	memcpy(P.prefix, prefix, pl + 1);
 	P.use_pid = use_pid;
 	P.keep = ha_prof_opt.keep;
+	P.min_ns = ha_prof_opt.min_seconds > INT64_MAX / 1000000000 ? INT64_MAX
+		   : ha_prof_opt.min_seconds * 1000000000;
+	P.last_thr = -1;
+	P.folded = 0;
 	P.root_pid = P.cur_pid = getpid();
 	P.r = ha_prof_opt.sample_interval;
 	P.a_int = ha_prof_opt.alloc_interval;
@@ -749,6 +788,8 @@ void ha_prof_postfork(int child)
 		ha_table_postfork_child();
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
+		P.folded = 0;     /* the parent's crossings are the parent's to report */
+		P.last_thr = -1;
 		/* the child keeps its parent's table (the objects are its own
 		 * now too); P.cur_pid != getpid() renames it at its first dump */
 	} else {

@@ -7,6 +7,7 @@
  *   sampled         large totals per site for the sampled-estimate test
  *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
  *   sleep MS        allocate a little, sleep MS milliseconds
+ *   bursts K N SIZE MS  K bursts of `pattern N SIZE free`, MS ms apart
  *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
  *   signalexit      raise SIGUSR2 and exit at once
  *   exit | _exit    allocate, then leave by exit() or _exit()
@@ -302,7 +303,13 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "pattern") && argc >= 5)
 		site_pattern(atol(argv[2]), (size_t)atol(argv[3]),
 			     !strcmp(argv[4], "free") ? 1 : !strcmp(argv[4], "keepfree") ? 2 : 0);
-	else if (!strcmp(m, "sleep") && argc >= 3) {
+	else if (!strcmp(m, "bursts") && argc >= 6) {
+		for (long k = atol(argv[2]); k > 0; k--) {
+			site_pattern(atol(argv[3]), (size_t)atol(argv[4]), 1);
+			if (k > 1)
+				msleep(atol(argv[5]));
+		}
+	} else if (!strcmp(m, "sleep") && argc >= 3) {
 		site_keep(10);
 		msleep(atol(argv[2]));
 	} else if (!strcmp(m, "signal") && argc >= 4)
