@@ -22,7 +22,8 @@ extern char **environ;
 ha_prof_options ha_prof_opt;
 int ha_prof_opt_loaded;
 
-typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_BOOL, OPT_SIGNAL, OPT_FORMAT } opt_type;
+typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_BOOL, OPT_SIGNAL,
+	       OPT_FORMAT } opt_type;
 
 typedef struct opt_row {
 	const char *name;
@@ -68,6 +69,10 @@ static const opt_row rows[] = {
 	  "PREFIX.peak.heap: the profile at the in-use high, copied in steps of N bytes; 0 off" },
 	{ "HEAP_PROFILE_STATS", OPT_BOOL, 1, &ha_prof_opt.stats, NULL, NULL,
 	  "write PREFIX.NNNN.stats beside each dump: heap books and caches against the process's RSS" },
+	{ "HEAP_PROFILE_KEEP", OPT_COUNT, 0, &ha_prof_opt.keep, NULL, NULL,
+	  "keep this process's first dump and its newest N, remove the others; 0 keeps all" },
+	{ "HEAP_PROFILE_MIN_SECONDS", OPT_SECONDS, 0, &ha_prof_opt.min_seconds, NULL, NULL,
+	  "at most one threshold dump per N seconds; the crossings between are counted into the next dump; 0 off" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)
@@ -202,6 +207,7 @@ static const char *type_name(opt_type t)
 	switch (t) {
 	case OPT_SIZE: return "a size in bytes";
 	case OPT_SECONDS: return "a number of seconds";
+	case OPT_COUNT: return "a whole number";
 	case OPT_BOOL: return "a boolean";
 	case OPT_SIGNAL: return "a signal";
 	case OPT_FORMAT: return "text, pprof or both";
@@ -236,6 +242,7 @@ void ha_options_load_from(char *const *env)
 		case OPT_SIGNAL: err = ha_options_parse_signal(v, &x); break;
 		case OPT_FORMAT: err = ha_options_parse_format(v, &x); break;
 		case OPT_SECONDS:
+		case OPT_COUNT:
 			err = ha_options_parse_size(v, &x);
 			if (!err && strpbrk(v, "kKmMgGtTiBb"))
 				err = EINVAL;

@@ -11,6 +11,7 @@
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
+ *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -123,6 +124,8 @@ typedef struct ha_prof_options {
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
 	int64_t peak_interval;    /* HEAP_PROFILE_PEAK_INTERVAL, 0 = no peak profile */
 	int64_t stats;            /* HEAP_PROFILE_STATS: PREFIX.NNNN.stats with each dump */
+	int64_t keep;             /* HEAP_PROFILE_KEEP: newest N dumps kept, 0 all */
+	int64_t min_seconds;      /* HEAP_PROFILE_MIN_SECONDS: threshold dump spacing */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -293,6 +296,15 @@ uint64_t ha_peak_bytes(void);
  * against the process's resident memory.  0 or errno. */
 int ha_stats_file(const char *path, const char *dump, const char *reason, uint64_t inuse,
 		  uint64_t peak);
+
+/* ---- dumplog.c ----------------------------------------------------------- */
+/* Start the dump log at path afresh with its header, unless this process
+ * started it already (a restart carries on). */
+void ha_dumplog_start(const char *path);
+/* Append dump number seq: t = allocated, freed (bytes); file the path
+ * written, NULL when the dump failed ("-" in the log). */
+void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
+		     const char *reason);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.

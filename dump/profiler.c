@@ -63,8 +63,24 @@ static struct {
 	uint32_t gen;             /* bumped by every start */
 	int64_t share;            /* a thread's check budget at the last check */
 	int compat;               /* HEAP_PROFILE_EXACT_TOTALS for this start */
+	int64_t keep;             /* HEAP_PROFILE_KEEP for this start */
+	int64_t min_ns;           /* HEAP_PROFILE_MIN_SECONDS, in ns; 0 off */
+	int64_t last_thr;         /* CLOCK_MONOTONIC ns of the last threshold dump, -1 none */
+	uint64_t folded;          /* crossings held back since the last dump */
 	char prefix[PREFIX_MAX + 1];
 } P;
+
+/* HEAP_PROFILE_KEEP's books: the dumps this process wrote that are still
+ * on disk, oldest first, each (number << 2 | HA_FORMAT_* bits written),
+ * but for the first, which stays.  Only what is listed here is ever
+ * removed, so files of other runs and processes (even under a number this
+ * process failed to write) are never touched.  Raw memory, grown under
+ * ha_prof_dump_lock up to keep + 1 entries; a fork child starts empty. */
+static struct {
+	uint64_t *ring;
+	size_t cap, head, n;
+	int have_first;
+} K;
 
 static HA_TLS int fork_window;  /* this thread holds every lock (prefork) */
 
@@ -163,6 +179,28 @@ static void take_peak(void)
 	ha_unlock(&ha_prof_dump_lock);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* HEAP_PROFILE_MIN_SECONDS: a threshold crossing less than min_ns after
+ * the last threshold dump is held back and counted (P.folded) for the
+ * next dump's reason; the baselines move as if it had been dumped, so the
+ * count is what the dump numbers would have been. */
+static int hold_back(void)
+{
+	if (P.min_ns <= 0)
+		return 0;
+	int64_t now = mono_ns();
+	if (P.last_thr >= 0 && now - P.last_thr < P.min_ns)
+		return 1;
+	P.last_thr = now;
+	return 0;
+}
+
 /* gperftools' MaybeDumpProfileLocked: at most one dump per check, in this
  * order of reasons; an automatic dump resets every baseline. */
 static void check_thresholds(void)
@@ -191,7 +229,10 @@ static void check_thresholds(void)
 			ha_snprintf(reason, sizeof reason, "%llu MB currently in use",
 				    (unsigned long long)(inuse >> 20));
 		if (reason[0]) {
-			dump_locked(reason);
+			if (hold_back())
+				P.folded++;
+			else
+				dump_locked(reason);
 			P.last_alloc = t[0];
 			P.last_free = t[1];
 			if (inuse > P.high_water)
@@ -443,12 +484,89 @@ static void write_peak(int fmt)
 		       fmt & HA_FORMAT_TEXT ? text : pb, errno_name(e), e);
 }
 
+/* PREFIX[_PID].log, the dump log's name for this process. */
+static void log_name(char *buf, size_t cap)
+{
+	pid_t pid = getpid();
+	if (P.use_pid || pid != P.root_pid)
+		ha_snprintf(buf, cap, "%s_%d.log", P.prefix, (int)pid);
+	else
+		ha_snprintf(buf, cap, "%s.log", P.prefix);
+}
+
+/* PREFIX[_PID].NNNN.pb.gz from the .heap name of the same dump. */
+static void pb_name(char *pb, const char *path)
+{
+	size_t pl = strlen(path);
+	memcpy(pb, path, pl - 5);
+	memcpy(pb + pl - 5, ".pb.gz", 7);
+}
+
+/* PREFIX[_PID].NNNN.stats from the .heap name of the same dump. */
+static void stats_name(char *sp, const char *path)
+{
+	size_t pl = strlen(path);
+	memcpy(sp, path, pl - 5);
+	memcpy(sp + pl - 5, ".stats", 7);
+}
+
+/* HEAP_PROFILE_KEEP: dump n was written in the formats `written`; remember
+ * it and remove whatever falls out of the newest P.keep. */
+static __attribute__((noinline)) void retain(uint64_t n, int written)
+{
+	if (P.keep <= 0 || !written)
+		return;
+	if (!K.have_first) {
+		K.have_first = 1;
+		return;
+	}
+	if (K.n == K.cap) {
+		uint64_t want = K.cap ? (uint64_t)K.cap * 2 : 16;
+		if (want > (uint64_t)P.keep + 1)
+			want = (uint64_t)P.keep + 1;
+		uint64_t *r = want > K.cap ? ha_raw_malloc(want * sizeof *r) : NULL;
+		if (!r)
+			return;   /* not remembered: this one is never removed */
+		for (size_t i = 0; i < K.n; i++)
+			r[i] = K.ring[(K.head + i) % K.cap];
+		if (K.ring)
+			ha_raw_free(K.ring);
+		K.ring = r;
+		K.cap = (size_t)want;
+		K.head = 0;
+	}
+	K.ring[(K.head + K.n++) % K.cap] = n << 2 | (uint64_t)written;
+	while (K.n > (uint64_t)P.keep) {
+		uint64_t old = K.ring[K.head];
+		K.head = (K.head + 1) % K.cap;
+		K.n--;
+		char path[PREFIX_MAX + 64], pb[PREFIX_MAX + 64];
+		file_name(path, sizeof path, old >> 2);
+		pb_name(pb, path);
+		if (old & HA_FORMAT_TEXT)
+			unlink(path);
+		if (old & HA_FORMAT_PPROF)
+			unlink(pb);
+		stats_name(pb, path);   /* its stats sidecar, if any */
+		unlink(pb);
+	}
+}
+
 static int dump_locked(const char *reason)
 {
+	char with_folded[1024];
+	if (P.folded) {               /* HEAP_PROFILE_MIN_SECONDS held these back */
+		ha_snprintf(with_folded, sizeof with_folded, "%s; %llu crossing%s folded", reason,
+			    (unsigned long long)P.folded, P.folded == 1 ? "" : "s");
+		reason = with_folded;
+		P.folded = 0;
+	}
 	pid_t pid = getpid();
 	if (pid != P.cur_pid) {       /* a fork child numbers its own files */
 		P.cur_pid = pid;
 		P.ndumps = 0;
+		K.n = K.head = 0;     /* the parent's files are not ours to remove */
+		K.have_first = 0;
 	}
 	char path[PREFIX_MAX + 64];
 	file_name(path, sizeof path, ++P.ndumps);
@@ -457,9 +575,9 @@ static int dump_locked(const char *reason)
 	if (!fmt)
 		fmt = HA_FORMAT_TEXT;
 	char pb[PREFIX_MAX + 64];
-	size_t pl = strlen(path);
-	memcpy(pb, path, pl - 5);
-	memcpy(pb + pl - 5, ".pb.gz", 7);
+	const char *written = NULL;   /* the log names the first file written */
+	int ok = 0;                   /* HA_FORMAT_* bits written */
+	pb_name(pb, path);
 	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
 		if (!(fmt & k))
 			continue;
@@ -469,23 +587,29 @@ static int dump_locked(const char *reason)
 		if (e)
 			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
 			       errno_name(e), e);
+		else
+			ok |= k;
+		if (!e && !written)
+			written = f;
 		err = err ? err : e;
 	}
 	if (!err)
 		P.written++;
+	uint64_t t[2];
+	ha_prof_totals(t);
 	if (ha_prof_opt.stats && !err) {
 		char sp[PREFIX_MAX + 64];
-		memcpy(sp, path, pl - 5);
-		memcpy(sp + pl - 5, ".stats", 7);
-		uint64_t t[2];
-		ha_prof_totals(t);
-		int e = ha_stats_file(sp, fmt & HA_FORMAT_TEXT ? path : pb, reason, inuse_of(t),
-				      ha_peak_inuse());
+		stats_name(sp, path);
+		int e = ha_stats_file(sp, written, reason, inuse_of(t), ha_peak_inuse());
 		if (e)
 			ha_log("Failed writing heap statistics to %s: %s (errno %d)\n", sp,
 			       errno_name(e), e);
 	}
 	write_peak(fmt);
+	char lp[PREFIX_MAX + 64];
+	log_name(lp, sizeof lp);
+	ha_dumplog_line(lp, P.ndumps, t, written, reason);
+	retain(P.ndumps, ok);
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	return err;
 }
@@ -651,8 +775,18 @@ int ha_prof_start(const char *prefix, int from_env)
 		ha_prof_busy = busy;
 		return err;
 	}
+	int use_pid = from_env ? (int)ha_prof_opt.use_pid : 0;
+	if (strcmp(P.prefix, prefix) != 0 || use_pid != P.use_pid) {
+		K.n = K.head = 0;     /* a new naming: the old files stay as they are */
+		K.have_first = 0;
+	}
 	memcpy(P.prefix, prefix, pl + 1);
-	P.use_pid = from_env ? (int)ha_prof_opt.use_pid : 0;
+	P.use_pid = use_pid;
+	P.keep = ha_prof_opt.keep;
+	P.min_ns = ha_prof_opt.min_seconds > INT64_MAX / 1000000000 ? INT64_MAX
+		   : ha_prof_opt.min_seconds * 1000000000;
+	P.last_thr = -1;
+	P.folded = 0;
 	P.root_pid = P.cur_pid = getpid();
 	P.r = ha_prof_opt.sample_interval;
 	P.a_int = ha_prof_opt.alloc_interval;
@@ -666,6 +800,9 @@ int ha_prof_start(const char *prefix, int from_env)
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	if (from_env && ha_prof_opt.cleanup)
 		cleanup_old();
+	char lp[PREFIX_MAX + 64];
+	log_name(lp, sizeof lp);
+	ha_dumplog_start(lp);
 	uint64_t zero[2] = { 0, 0 };
 	P.share = alloc_room(zero);
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
@@ -727,6 +864,8 @@ void ha_prof_postfork(int child)
 		ha_table_postfork_child();
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
+		P.folded = 0;     /* the parent's crossings are the parent's to report */
+		P.last_thr = -1;
 		/* the child keeps its parent's table (the objects are its own
 		 * now too); P.cur_pid != getpid() renames it at its first dump */
 	} else {

@@ -3,6 +3,7 @@
 # (PREFIX_PID.NNNN.heap) and clobber none of the root's (PREFIX.NNNN.heap);
 # the exec'd child sees HEAPPROFILE byte for byte and HEAPPROFILE_USE_PID=1,
 # and nothing non-ASCII is added; a prefix with UTF-8 and spaces works.
+# Each process keeps its own dump log next to its files (PREFIX[_PID].log).
 . "$top_srcdir/tests/prof_lib.sh"
 d="$tmp/dir ü"
 mkdir "$d"
@@ -11,11 +12,15 @@ HEAPPROFILE="$pfx" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" fork >"$tmp/out" 2>"$tmp/
 fpid=$(sed -n 's/^fork //p' "$tmp/out")
 epid=$(sed -n 's/^exec //p' "$tmp/out")
 [ -n "$fpid" ] && [ -n "$epid" ] || fail "no child pids: $(cat "$tmp/out")"
-want=$(printf '%s\n' "prøfil é.0001.heap" "prøfil é_$fpid.0001.heap" "prøfil é_$epid.0001.heap" | sort | tr '\n' '|')
-eq "files" "$(ls "$d" | sort | tr '\n' '|')" "$want"
+want=$(printf '%s\n' "prøfil é.0001.heap" "prøfil é_$fpid.0001.heap" "prøfil é_$epid.0001.heap" \
+	"prøfil é.log" "prøfil é_$fpid.log" "prøfil é_$epid.log" | sort | tr '\n' '|')
+eq "files" "$(lsd "$d" | sort | tr '\n' '|')" "$want"
 grep -q "^Dumping heap profile to $pfx\.0001\.heap (Exiting" "$tmp/err" || fail "root exit dump line"
 grep -q "^Dumping heap profile to ${pfx}_$fpid\.0001\.heap (Exiting" "$tmp/err" || fail "fork child exit dump line"
 grep -q "^Dumping heap profile to ${pfx}_$epid\.0001\.heap (Exiting" "$tmp/err" || fail "exec child exit dump line"
+for p in "" "_$fpid" "_$epid"; do
+	eq "log$p" "$(grep -v '^#' "$pfx$p.log" | cut -f1,7 | tr '\t' ' ')" "1 prøfil é$p.0001.heap"
+done
 # the root's last file holds the root's 100 kept blocks, not a child's
 if [ -n "$GO" ] && [ -x "$GO" ]; then
 	eq "root site_keep objects" "$(flat inuse_objects "$pfx.0001.heap" site_keep)" 100
@@ -25,6 +30,6 @@ fi
 # HEAPPROFILE_USE_PID=t: the root uses the pid form too
 mkdir "$tmp/u"
 HEAPPROFILE="$tmp/u/p" HEAPPROFILE_USE_PID=t "$W" exit >/dev/null 2>&1
-n=$(ls "$tmp/u" | grep -c '^p_[0-9]*\.0001\.heap$')
-eq "HEAPPROFILE_USE_PID=t files" "$n" 1
+upid=$(lsd "$tmp/u" | sed -n 's/^p_\([0-9]*\)\.0001\.heap$/\1/p')
+eq "HEAPPROFILE_USE_PID=t files" "$(lsd "$tmp/u" | tr '\n' ' ')" "p_$upid.0001.heap p_$upid.log "
 finish

@@ -2,12 +2,14 @@
 # HEAP_PROFILE_FORMAT: pprof writes only PREFIX.NNNN.pb.gz (no .heap, no
 # temporary left), both writes the pair numbered the same with the same
 # numbers, junk gets one line and text; cleanup removes old .pb.gz too.
+# The dump log names the .heap file of a dump, its .pb.gz when no .heap.
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
 mkdir "$tmp/a" "$tmp/b" "$tmp/c"
 HEAPPROFILE="$tmp/a/p" HEAP_PROFILE_FORMAT=pprof HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" truth 2>"$tmp/a.err" ||
 	fail "truth exited $?"
-eq "pprof files" "$(ls "$tmp/a" | tr '\n' ' ')" "p.0001.pb.gz "
+eq "pprof files" "$(lsd "$tmp/a" | tr '\n' ' ')" "p.0001.pb.gz p.log "
+eq "pprof log" "$(grep -v '^#' "$tmp/a/p.log" | cut -f7)" "p.0001.pb.gz"
 grep -q "^Dumping heap profile to $tmp/a/p.0001.pb.gz (Exiting" "$tmp/a.err" || fail "no dump line: $(cat "$tmp/a.err")"
 gzip -t "$tmp/a/p.0001.pb.gz" || fail "not gzip"
 # site_keep: 1000 objects of 1000 bytes, in use
@@ -25,7 +27,8 @@ fi
 echo old >"$tmp/b/p.0009.pb.gz"
 HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_FORMAT=both HEAP_PROFILE_SAMPLE_INTERVAL=64K "$W" truth 2>"$tmp/b.err" ||
 	fail "truth exited $?"
-eq "both files" "$(ls "$tmp/b" | tr '\n' ' ')" "p.0001.heap p.0001.pb.gz "
+eq "both files" "$(lsd "$tmp/b" | tr '\n' ' ')" "p.0001.heap p.0001.pb.gz p.log "
+eq "both log" "$(grep -v '^#' "$tmp/b/p.log" | cut -f7)" "p.0001.heap"
 "$GO" tool pprof -raw "$tmp/b/p.0001.pb.gz" 2>/dev/null | grep -q '^Period: 65536$' || fail "period is not 65536"
 # sampled: both files unsample the same way (Go's scaleHeapSample)
 for idx in inuse_space alloc_objects; do
@@ -37,5 +40,5 @@ done
 
 HEAPPROFILE="$tmp/c/p" HEAP_PROFILE_FORMAT=protobuf "$W" exit 2>"$tmp/c.err" || fail "exit $?"
 eq "junk format message" "$(grep -c 'HEAP_PROFILE_FORMAT="protobuf" is not text, pprof or both; using text$' "$tmp/c.err")" 1
-eq "junk format files" "$(ls "$tmp/c" | tr '\n' ' ')" "p.0001.heap "
+eq "junk format files" "$(lsd "$tmp/c" | tr '\n' ' ')" "p.0001.heap p.log "
 finish

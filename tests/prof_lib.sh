@@ -11,10 +11,14 @@ trap 'rm -rf "$tmp"' EXIT
 unset HEAPPROFILE HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_ALLOCATION_INTERVAL \
 	HEAP_PROFILE_DEALLOCATION_INTERVAL HEAP_PROFILE_INUSE_INTERVAL \
 	HEAP_PROFILE_TIME_INTERVAL HEAPPROFILESIGNAL HEAPPROFILE_USE_PID \
-	HEAP_PROFILE_CLEANUP HEAP_PROFILE_EXACT_TOTALS HEAP_PROFILE_FORMAT
+	HEAP_PROFILE_CLEANUP HEAP_PROFILE_EXACT_TOTALS HEAP_PROFILE_FORMAT HEAP_PROFILE_KEEP \
+	HEAP_PROFILE_MIN_SECONDS
 fails=0
 
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# lsd DIR — the directory's files but the sidecars of dumps (PREFIX.NNNN.stats,
+# PREFIX.peak.*), which prof_stats.sh and prof_peak.sh check
+lsd() { ls "$1" | grep -Ev '\.stats$|\.peak\.(heap|pb\.gz)$'; }
 need_go() { [ -n "$GO" ] && [ -x "$GO" ] || { echo "SKIP: go not found"; exit 77; }; }
 
 # eq WHAT GOT WANT

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Options: size suffixes; a junk value gets one stderr line naming the
 # variable, the bad value and the value used, and the default;
-# HEAP_PROFILE_CLEANUP removes earlier PREFIX.NNNN.heap files (only those);
+# HEAP_PROFILE_CLEANUP removes earlier PREFIX.NNNN.heap files (only those:
+# not the dump log, which the new run starts afresh);
 # an empty HEAPPROFILE does not profile.
 . "$top_srcdir/tests/prof_lib.sh"
 
@@ -17,11 +18,15 @@ head -1 "$tmp/b/p.0001.heap" | grep -q '@ heap_v2/524288$' || fail "junk did not
 
 # cleanup: old p.NNNN.heap go, other names stay
 mkdir "$tmp/c"
-for n in p.0001.heap p.0007.heap p.12345.heap p_77.0001.heap p.x.heap q.0001.heap p.0002.heap.txt; do
+for n in p.0001.heap p.0007.heap p.12345.heap p_77.0001.heap p.x.heap q.0001.heap p.0002.heap.txt \
+	p.log p_77.log p.0001.log q.log; do
 	echo old >"$tmp/c/$n"
 done
 HEAPPROFILE="$tmp/c/p" "$W" _exit 2>/dev/null
-eq "after cleanup" "$(ls "$tmp/c" | tr '\n' ' ')" "p.0002.heap.txt p.x.heap p_77.0001.heap q.0001.heap "
+eq "after cleanup" "$(ls "$tmp/c" | tr '\n' ' ')" \
+	"p.0001.log p.0002.heap.txt p.log p.x.heap p_77.0001.heap p_77.log q.0001.heap q.log "
+eq "the log started afresh" "$(cat "$tmp/c/p.log" | grep -c '^old$')" 0
+eq "other logs untouched" "$(cat "$tmp/c/p_77.log" "$tmp/c/p.0001.log" "$tmp/c/q.log")" "$(printf 'old\nold\nold')"
 echo old >"$tmp/c/p.0003.heap"
 HEAPPROFILE="$tmp/c/p" HEAP_PROFILE_CLEANUP=f "$W" _exit 2>/dev/null
 [ -f "$tmp/c/p.0003.heap" ] || fail "HEAP_PROFILE_CLEANUP=f removed a file"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Number and numbering of automatic dumps for a known pattern (100 blocks of
-# 10 KiB), as gperftools makes them; the exit dump; _exit writes nothing.
+# 10 KiB), as gperftools makes them; the exit dump; _exit writes no dump.
+# Every run also writes its dump log, p.log (tests/prof_log.sh).
 . "$top_srcdir/tests/prof_lib.sh"
 
 # run NAME ARGS... — fresh dir, prints the dump lines of stderr
@@ -9,10 +10,11 @@ run() {
 	rm -rf "$tmp/$name"; mkdir "$tmp/$name"
 	HEAPPROFILE="$tmp/$name/p" "$W" "$@" 2>"$tmp/$name.err" || fail "$name: prof_work $* exited $?"
 }
-files() { ls "$tmp/$1" | tr '\n' ' '; }
+files() { lsd "$tmp/$1" | tr '\n' ' '; }
 reasons() { grep -c "^Dumping heap profile to $tmp/$1/p\.[0-9]*\.heap ($2" "$tmp/$1.err"; }
-nums() { # expected file list p.0001.heap .. p.000N.heap
+nums() { # expected file list p.0001.heap .. p.000N.heap and the log
 	i=1; while [ "$i" -le "$1" ]; do printf 'p.%04d.heap ' "$i"; i=$((i + 1)); done
+	printf 'p.log '
 }
 
 # allocation interval, default sampling: 1 024 000 bytes / 102 400 = 10
@@ -39,16 +41,17 @@ eq "deallocation interval: reasons" "$(reasons dealloc '[0-9]* MB freed cumulati
 
 # everything off but the exit dump
 HEAP_PROFILE_ALLOCATION_INTERVAL=0 HEAP_PROFILE_INUSE_INTERVAL=0 run none pattern 1000 10240 keepfree
-eq "no interval: files" "$(files none)" "p.0001.heap "
+eq "no interval: files" "$(files none)" "$(nums 1)"
 
 # exit() dumps, _exit() does not
 run exit exit
-eq "exit(): files" "$(files exit)" "p.0001.heap "
+eq "exit(): files" "$(files exit)" "$(nums 1)"
 # 10 blocks of 1000 bytes: 10 x 1024 allocated (class) bytes by default,
 # 10 x 1000 requested bytes in compatibility mode
 grep -q "(Exiting, 10 kB in use)" "$tmp/exit.err" || fail "exit reason: $(cat "$tmp/exit.err")"
 HEAP_PROFILE_EXACT_TOTALS=1 run exitc exit
 grep -q "(Exiting, 9 kB in use)" "$tmp/exitc.err" || fail "compat exit reason: $(cat "$tmp/exitc.err")"
 run _exit _exit
-eq "_exit(): files" "$(files _exit)" ""
+eq "_exit(): files" "$(files _exit)" "$(nums 0)"
+eq "_exit(): log lines" "$(grep -vc '^#' "$tmp/_exit/p.log")" 0
 finish

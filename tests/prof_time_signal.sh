@@ -9,13 +9,15 @@ HEAPPROFILE="$tmp/time/p" HEAP_PROFILE_TIME_INTERVAL=1 "$W" sleep 2500 2>"$tmp/t
 n=$(grep -c "^Dumping heap profile to $tmp/time/p\.[0-9]*\.heap ([0-9]* sec since the last dump)$" "$tmp/time.err")
 [ "$n" -ge 1 ] && [ "$n" -le 3 ] || fail "time dumps: $n, want 2 (1-3 on a loaded machine): $(cat "$tmp/time.err")"
 grep -q "(1 sec since the last dump)" "$tmp/time.err" || fail "no '1 sec since the last dump'"
-last=$(ls "$tmp/time" | sort | tail -1)
+last=$(lsd "$tmp/time" | grep '\.heap$' | sort | tail -1)
 grep -q "^Dumping heap profile to $tmp/time/$last (Exiting" "$tmp/time.err" || fail "the exit dump is not the last file"
 
 mkdir "$tmp/sig"
 HEAPPROFILE="$tmp/sig/p" HEAPPROFILESIGNAL=SIGUSR2 "$W" signal 3 "$tmp/sig" 2>"$tmp/sig.err" || fail "signal exited $?"
 eq "signal dumps" "$(grep -c "^Dumping heap profile to $tmp/sig/p\.000[1-3]\.heap (signal)$" "$tmp/sig.err")" 3
-eq "signal files" "$(ls "$tmp/sig" | tr '\n' ' ')" "p.0001.heap p.0002.heap p.0003.heap p.0004.heap "
+eq "signal files" "$(lsd "$tmp/sig" | tr '\n' ' ')" "p.0001.heap p.0002.heap p.0003.heap p.0004.heap p.log "
+eq "signal log" "$(grep -v '^#' "$tmp/sig/p.log" | cut -f1,7,8 | sed 's/Exiting, .*/Exiting/' | tr '\t\n' '  ')" \
+	"1 p.0001.heap signal 2 p.0002.heap signal 3 p.0003.heap signal 4 p.0004.heap Exiting "
 [ -n "$GO" ] && [ -x "$GO" ] && for f in "$tmp"/sig/*.heap; do
 	"$GO" tool pprof -top "$W" "$f" >/dev/null 2>&1 || fail "go pprof cannot read $f"
 done

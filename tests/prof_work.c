@@ -7,9 +7,13 @@
  *   sampled         large totals per site for the sampled-estimate test
  *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
  *   sleep MS        allocate a little, sleep MS milliseconds
+ *   bursts K N SIZE MS  K bursts of `pattern N SIZE free`, MS ms apart
  *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
  *   signalexit      raise SIGUSR2 and exit at once
  *   exit | _exit    allocate, then leave by exit() or _exit()
+ *   restart         dump, stop, start again under HEAPPROFILE, dump, exit
+ *   forkdumps K     dump K times, fork a child that dumps K times and
+ *                   exits, list the root's files, dump once more and exit
  *   fork            fork a child and exec one, both allocate and exit
  *   execchild PFX   (run by fork) check the environment, allocate, exit
  *   threads         threads allocate/free while the main thread dumps
@@ -299,7 +303,13 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "pattern") && argc >= 5)
 		site_pattern(atol(argv[2]), (size_t)atol(argv[3]),
 			     !strcmp(argv[4], "free") ? 1 : !strcmp(argv[4], "keepfree") ? 2 : 0);
-	else if (!strcmp(m, "sleep") && argc >= 3) {
+	else if (!strcmp(m, "bursts") && argc >= 6) {
+		for (long k = atol(argv[2]); k > 0; k--) {
+			site_pattern(atol(argv[3]), (size_t)atol(argv[4]), 1);
+			if (k > 1)
+				msleep(atol(argv[5]));
+		}
+	} else if (!strcmp(m, "sleep") && argc >= 3) {
 		site_keep(10);
 		msleep(atol(argv[2]));
 	} else if (!strcmp(m, "signal") && argc >= 4)
@@ -310,6 +320,43 @@ int main(int argc, char **argv)
 		exit(CHECK_DONE());
 	} else if (!strcmp(m, "exit")) {
 		site_keep(10);
+		exit(CHECK_DONE());
+	} else if (!strcmp(m, "restart")) {
+		const char *pfx = getenv("HEAPPROFILE");
+		REQUIRE(pfx);
+		site_keep(10);
+		CHECK_EQ(heapalloc_profile_dump("first session"), 0);
+		heapalloc_profile_stop();
+		CHECK_EQ(heapalloc_profile_start(pfx), 0);
+		site_keep(10);
+		CHECK_EQ(heapalloc_profile_dump("second session"), 0);
+		exit(CHECK_DONE());
+	} else if (!strcmp(m, "forkdumps") && argc >= 3) {
+		int k = atoi(argv[2]);
+		site_keep(10);
+		for (int i = 0; i < k; i++)
+			CHECK_EQ(heapalloc_profile_dump("root"), 0);
+		fflush(NULL);
+		pid_t c = fork();
+		REQUIRE(c >= 0);
+		if (c == 0) {
+			for (int i = 0; i < k; i++)
+				CHECK_EQ(heapalloc_profile_dump("child"), 0);
+			exit(CHECK_DONE());
+		}
+		int st;
+		REQUIRE(waitpid(c, &st, 0) == c);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		printf("child %d\nroot files after the child:", (int)c);
+		for (int i = 1; i <= k; i++) {
+			char f[4200];
+			snprintf(f, sizeof f, "%s.%04d.heap", getenv("HEAPPROFILE"), i);
+			if (access(f, F_OK) == 0)
+				printf(" %d", i);
+		}
+		printf("\n");
+		fflush(stdout);
+		CHECK_EQ(heapalloc_profile_dump("root after"), 0);
 		exit(CHECK_DONE());
 	} else if (!strcmp(m, "_exit")) {
 		site_keep(10);

@@ -80,7 +80,10 @@ int main(int argc, char **argv)
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(rel_count_lines(err, "Failed dumping", (char *)NULL), 0);
 	CHECK_EQ(rel_count_files(dir, ".heap"), ndumps);
-	CHECK_EQ(rel_count_files(dir, NULL), ndumps);
+	CHECK_EQ(rel_count_files(dir, NULL), ndumps + 1);     /* and p.log */
+	char logp[700];
+	snprintf(logp, sizeof logp, "%s.log", prefix);
+	CHECK_EQ(rel_log_lines(logp, NULL, 0), ndumps);      /* every line whole */
 	for (int i = 1; i <= ndumps; i++) {
 		char p[700];
 		snprintf(p, sizeof p, "%s.%04d.heap", prefix, i);

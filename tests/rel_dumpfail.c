@@ -9,7 +9,9 @@
  * returns an error, exactly one "Failed dumping heap profile to FILE" line
  * per dump, no file under a final .heap name and no temporary left, and the
  * program keeps allocating.  Once space is back, the next dump succeeds and
- * the file is whole.
+ * the file is whole.  The dump log (p.log) costs at most one stderr line
+ * of its own, holds only whole lines (failed dumps name no file, "-"), ends
+ * with the dump that succeeded, and leaves no descriptor open.
  */
 #include "tests/rel_util.h"
 
@@ -116,6 +118,7 @@ int main(void)
 	rel_stderr_begin();
 	int start = heapalloc_profile_start(prefix);
 	churn(1);
+	int fds_before = rel_count_fds();
 	fault_on();
 	int rc[3];
 	for (int i = 0; i < 3; i++) {
@@ -123,9 +126,13 @@ int main(void)
 		churn(2 + i);
 	}
 	fault_off();
+	int fds_after = rel_count_fds();
 	/* what the failed dumps left (counted once descriptors are back) */
 	int heap_during = rel_count_files(dir, ".heap");
 	int all_during = rel_count_files(dir, NULL);
+	char logp[700], last[64];
+	snprintf(logp, sizeof logp, "%s.log", prefix);
+	int log_during = rel_log_lines(logp, NULL, 0);
 	int rc_after = heapalloc_profile_dump("test: space is back");
 	churn(9);
 	heapalloc_profile_stop();
@@ -135,7 +142,8 @@ int main(void)
 	for (int i = 0; i < 3; i++)
 		CHECK_NE(rc[i], 0);
 	CHECK_EQ(heap_during, 0);
-	CHECK_EQ(all_during, 0);          /* no temporary left either */
+	CHECK_EQ(all_during, 1);          /* the log; no temporary left either */
+	CHECK_EQ(fds_after, fds_before);
 	int failed = rel_count_lines(err, "Failed dumping heap profile to ", prefix, (char *)NULL);
 	CHECK_EQ(failed, 3);
 	int failed_why = rel_count_lines(err, "Failed dumping heap profile to ", why, (char *)NULL) +
@@ -143,7 +151,21 @@ int main(void)
 	CHECK_GE(failed_why, 3);
 	CHECK_EQ(rc_after, 0);
 	CHECK_EQ(rel_count_files(dir, ".heap"), 1);
-	CHECK_EQ(rel_count_files(dir, NULL), 1);
+	CHECK_EQ(rel_count_files(dir, NULL), 2);
+	/* the log: every failed dump had its line, "-" for its file, save
+	 * where the log itself could not be opened (no descriptor) */
+	int log_err = rel_count_lines(err, "cannot write the dump log", (char *)NULL);
+	int log_after = rel_log_lines(logp, last, sizeof last);
+	CHECK_EQ(strcmp(last, "p.0004.heap"), 0);
+#if REL_EMFILE
+	CHECK_EQ(log_during, 0);
+	CHECK_EQ(log_after, 1);
+	CHECK_EQ(log_err, 1);
+#else
+	CHECK_EQ(log_during, 3);
+	CHECK_EQ(log_after, 4);
+	CHECK_EQ(log_err, 0);
+#endif
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {

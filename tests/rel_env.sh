@@ -66,6 +66,10 @@ numjunk HEAP_PROFILE_ALLOCATION_INTERVAL 1073741824
 numjunk HEAP_PROFILE_DEALLOCATION_INTERVAL 0
 numjunk HEAP_PROFILE_INUSE_INTERVAL 104857600
 numjunk HEAP_PROFILE_TIME_INTERVAL 0
+numjunk HEAP_PROFILE_KEEP 0
+numjunk HEAP_PROFILE_MIN_SECONDS 0
+run HEAP_PROFILE_KEEP 3k warn 0          # a count, not a size
+run HEAP_PROFILE_MIN_SECONDS 1m warn 0   # seconds take no suffix
 for v in abc -1 99999999999999999999999 "" 12abc 0 99 NOSUCHSIG SIGKILL 9 "$huge9" "$hugex"; do
 	run HEAPPROFILESIGNAL "$v" warn 0
 done
@@ -84,7 +88,11 @@ for v in 1 4096 524288 64M 1g 0; do
 	run HEAP_PROFILE_DEALLOCATION_INTERVAL "$v" quiet 0
 	run HEAP_PROFILE_INUSE_INTERVAL "$v" quiet 0
 done
-for v in 0 1 3600; do run HEAP_PROFILE_TIME_INTERVAL "$v" quiet 0; done
+for v in 0 1 3600; do
+	run HEAP_PROFILE_TIME_INTERVAL "$v" quiet 0
+	run HEAP_PROFILE_KEEP "$v" quiet 0
+	run HEAP_PROFILE_MIN_SECONDS "$v" quiet 0
+done
 for v in 12 SIGUSR2 USR1 10; do run HEAPPROFILESIGNAL "$v" quiet 0; done
 for var in HEAPPROFILE_USE_PID HEAP_PROFILE_CLEANUP; do
 	for v in t T y Y 1 ""; do run $var "$v" quiet 0; done

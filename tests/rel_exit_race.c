@@ -68,7 +68,11 @@ int main(int argc, char **argv)
 		CHECK_EQ(lines, 1);
 		CHECK(log && strstr(log, "child done\n"));
 		CHECK(rel_profile_whole(f));
-		CHECK_EQ(rel_count_files(dir, NULL), 1);
+		CHECK_EQ(rel_count_files(dir, NULL), 2);     /* and p.log */
+		char logp[700], last[64];
+		snprintf(logp, sizeof logp, "%s.log", prefix);
+		CHECK_EQ(rel_log_lines(logp, last, sizeof last), 1);
+		CHECK_EQ(strcmp(last, "p.0001.heap"), 0);
 		free(log);
 		unlink(out);
 		rel_rmtree(dir);

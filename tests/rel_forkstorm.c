@@ -141,7 +141,10 @@ int main(int argc, char **argv)
 	heapalloc_profile_stop();
 
 	CHECK_EQ(status_ok, NCHILD);
-	int expect = 2;
+	int expect = 2, logs = 1;
+	char logp[700];
+	snprintf(logp, sizeof logp, "%s/p.log", dir);
+	CHECK_EQ(rel_log_lines(logp, NULL, 0), 2);
 	CHECK(whole_file("%s/p.0001.heap", dir));
 	CHECK(whole_file("%s/p.0002.heap", dir));
 	CHECK(absent("%s/p.0003.heap", dir));
@@ -150,10 +153,19 @@ int main(int argc, char **argv)
 		expect += n;
 		for (int k = 1; k <= n; k++)
 			CHECK(whole_file("%s/p_%d.%04d.heap", dir, (int)pid[i], k));
+		/* each process that dumped has its own log, one line a dump */
+		snprintf(logp, sizeof logp, "%s/p_%d.log", dir, (int)pid[i]);
+		if (n) {
+			logs++;
+			CHECK_EQ(rel_log_lines(logp, NULL, 0), n);
+		} else {
+			CHECK(absent("%s/p_%d.log", dir, (int)pid[i]));
+		}
 		CHECK(absent("%s/p_%d.%04d.heap", dir, (int)pid[i], n + 1));
 	}
 	CHECK_EQ(rel_count_files(dir, ".heap"), expect);
-	CHECK_EQ(rel_count_files(dir, NULL), expect);     /* no temporaries */
+	CHECK_EQ(rel_count_files(dir, ".log"), logs);
+	CHECK_EQ(rel_count_files(dir, NULL), expect + logs);     /* no temporaries */
 	if (ck_failures) {
 		fprintf(stderr, "files in %s:\n", dir);
 		DIR *d = opendir(dir);

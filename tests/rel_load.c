@@ -234,7 +234,10 @@ int main(int argc, char **argv)
 	CHECK_GE(st.prof_dumps, 2);
 	int files = rel_count_files(dir, ".heap");
 	CHECK_GE(files, 2);
-	CHECK_EQ(rel_count_files(dir, NULL), files);     /* no temporaries */
+	CHECK_EQ(rel_count_files(dir, NULL), files + 1);  /* p.log; no temporaries */
+	char logp[700];
+	snprintf(logp, sizeof logp, "%s/p.log", dir);
+	CHECK_EQ(rel_log_lines(logp, NULL, 0), files);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int whole = 0;
@@ -247,7 +250,9 @@ int main(int argc, char **argv)
 	}
 	if (d)
 		closedir(d);
-	CHECK_EQ(whole, files);
+	char peakp[700];
+	snprintf(peakp, sizeof peakp, "%s/p.peak.heap", dir);
+	CHECK_EQ(whole, files + (access(peakp, F_OK) == 0));   /* the peak is whole too */
 	rel_rmtree(dir);
 	return CHECK_DONE();
 }

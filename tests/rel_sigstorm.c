@@ -69,7 +69,10 @@ int main(int argc, char **argv)
 	CHECK_GE(sig, 1);
 	CHECK_EQ(rel_count_lines(err, "Failed dumping", (char *)NULL), 0);
 	CHECK_EQ(files, lines);
-	CHECK_EQ(rel_count_files(dir, NULL), files);
+	CHECK_EQ(rel_count_files(dir, NULL), files + 1);     /* and p.log */
+	char logp[700];
+	snprintf(logp, sizeof logp, "%s/p.log", dir);
+	CHECK_EQ(rel_log_lines(logp, NULL, 0), files);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int whole = 0;

@@ -226,6 +226,22 @@ static inline int rel_profile_whole(const char *path)
 }
 
 /* Number of directory entries whose name ends with suffix (NULL: all). */
+/* Files in dir ending in suffix (NULL: all), leaving out the sidecars
+ * that are not numbered dumps — PREFIX.NNNN.stats and PREFIX.peak.* (their
+ * own tests are prof_stats.sh and prof_peak.sh); a leftover .tmp of any
+ * of them still counts. */
+static inline int rel_ends_with(const char *name, const char *tail)
+{
+	size_t l = strlen(name), t = strlen(tail);
+	return l >= t && !strcmp(name + l - t, tail);
+}
+
+static inline int rel_is_sidecar(const char *name)
+{
+	return rel_ends_with(name, ".stats") || rel_ends_with(name, ".peak.heap") ||
+	       rel_ends_with(name, ".peak.pb.gz");
+}
+
 static inline int rel_count_files(const char *dir, const char *suffix)
 {
 	DIR *d = opendir(dir);
@@ -234,7 +250,7 @@ static inline int rel_count_files(const char *dir, const char *suffix)
 		return -1;
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || rel_is_sidecar(e->d_name))
 			continue;
 		size_t l = strlen(e->d_name), sl = suffix ? strlen(suffix) : 0;
 		if (!suffix || (l >= sl && !strcmp(e->d_name + l - sl, suffix)))
@@ -242,6 +258,63 @@ static inline int rel_count_files(const char *dir, const char *suffix)
 	}
 	closedir(d);
 	return n;
+}
+
+/* The dump log at path (dump/dumplog.c): -1, with a line on stderr, unless
+ * it is the two header lines and then only whole lines of 8 tab-separated
+ * fields numbered upwards; else the number of dump lines.  When last is not
+ * NULL it gets a copy of the last line's file field ("" when none). */
+static inline int rel_log_lines(const char *path, char *last, size_t cap)
+{
+	static const char hdr[] = "# heapalloc dump log: bytes, seconds since the epoch\n"
+				  "# seq\ttime\tallocated\tfreed\tin_use\trss\tfile\treason\n";
+	size_t len;
+	char *b = rel_slurp(path, &len);
+	const char *why = NULL;
+	int n = 0;
+	unsigned long long prev = 0;
+	if (last && cap)
+		last[0] = 0;
+	if (!b) {
+		fprintf(stderr, "%s: cannot read the dump log\n", path);
+		return -1;
+	}
+	if (len < sizeof hdr - 1 || memcmp(b, hdr, sizeof hdr - 1))
+		why = "no header";
+	for (char *l = b + sizeof hdr - 1; !why && l < b + len; n++) {
+		char *nl = memchr(l, '\n', (size_t)(b + len - l));
+		if (!nl) {
+			why = "a line without its newline";
+			break;
+		}
+		int tabs = 0;
+		for (char *c = l; c < nl; c++)
+			tabs += *c == '\t';
+		unsigned long long seq = strtoull(l, NULL, 10);
+		if (tabs != 7)
+			why = "a line without 8 fields";
+		else if (seq <= prev)
+			why = "dump numbers not going up";
+		prev = seq;
+		if (last && cap) {
+			char *f = l;
+			for (int k = 0; k < 6; k++)
+				f = strchr(f, '\t') + 1;
+			size_t fl = (size_t)(strchr(f, '\t') - f);
+			snprintf(last, cap, "%.*s", (int)fl, f);
+		}
+		l = nl + 1;
+	}
+	if (why)
+		fprintf(stderr, "%s: not a whole dump log (%zu bytes): %s\n", path, len, why);
+	free(b);
+	return why ? -1 : n;
+}
+
+/* Open file descriptors of this process. */
+static inline int rel_count_fds(void)
+{
+	return rel_count_files("/proc/self/fd", NULL) - 1;   /* less opendir's own */
 }
 
 /* VmRSS of this process in KiB. */

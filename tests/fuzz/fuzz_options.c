@@ -30,6 +30,7 @@ static const char *const names[] = {
 	"HEAP_PROFILE_DEALLOCATION_INTERVAL", "HEAP_PROFILE_INUSE_INTERVAL",
 	"HEAP_PROFILE_TIME_INTERVAL", "HEAPPROFILESIGNAL", "HEAPPROFILE_USE_PID",
 	"HEAP_PROFILE_CLEANUP", "HEAP_PROFILE_EXACT_TOTALS", "HEAP_PROFILE_FORMAT",
+	"HEAP_PROFILE_KEEP", "HEAP_PROFILE_MIN_SECONDS",
 };
 #define NNAMES (sizeof names / sizeof names[0])
 
@@ -116,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	ha_prof_options *o = &ha_prof_opt;
 	if (o->sample_interval < 1 || o->alloc_interval < 0 || o->dealloc_interval < 0 ||
-	    o->inuse_interval < 0 || o->time_interval < 0)
+	    o->inuse_interval < 0 || o->time_interval < 0 || o->keep < 0 || o->min_seconds < 0)
 		die("a negative interval after load", buf);
 	if (o->signal && (o->signal < 1 || o->signal >= NSIG || o->signal == SIGKILL ||
 			  o->signal == SIGSTOP))
