@@ -99,7 +99,9 @@ static int countdown_due(ha_tcache *tc, size_t charge)
 		ha_books_alloc(tc, (int64_t)charge);
 		return 0;
 	}
-	int64_t before = tc->sample_left, next = HA_COUNTDOWN_OFF;
+	/* a refill in this slow path may have taken a switch to compatibility
+	 * mode, whose countdown stays 0 (every malloc reaches its counters) */
+	int64_t before = tc->sample_left, next = tc->compat ? 0 : HA_COUNTDOWN_OFF;
 	int sample = 0;
 	tc->sample_left -= (int64_t)charge;   /* allocated first: totals see it */
 	if (ha_hot.prof_mode == HA_PROF_ON)
