@@ -11,6 +11,7 @@
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
+ *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
  *   api.c          public API (heapalloc_*) and the gperftools API
  *
  * Synchronization (lock order, outermost first):
@@ -119,6 +120,8 @@ typedef struct ha_prof_options {
 	int64_t cleanup;          /* HEAP_PROFILE_CLEANUP */
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
+	int64_t rss_interval;     /* HEAP_PROFILE_RSS_INTERVAL, bytes, 0 off */
+	int64_t oom_fraction;     /* HEAP_PROFILE_OOM_FRACTION, parts per million */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -133,6 +136,8 @@ int ha_options_parse_size(const char *s, int64_t *out);
 int ha_options_parse_bool(const char *s, int64_t *out);
 int ha_options_parse_signal(const char *s, int64_t *out);
 int ha_options_parse_format(const char *s, int64_t *out);
+/* 0.9, .9, 90% or 90.5% -> parts per million (0..1000000). */
+int ha_options_parse_fraction(const char *s, int64_t *out);
 /* Value of NAME in environ, or NULL (never getenv). */
 const char *ha_options_env(const char *name);
 
@@ -253,6 +258,11 @@ void ha_writer_maps(ha_out *o);
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */
 int ha_writer_file(const char *path, int64_t r);
+/* A dump's working memory (raw memory, or the reserve when one is set);
+ * the reserve is set and used only under ha_prof_dump_lock. */
+void *ha_dump_mem(size_t n);
+void ha_dump_mem_free(void *p);
+void ha_dump_mem_reserve(void *base, size_t cap);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
@@ -269,6 +279,8 @@ void ha_prof_stop(void);
 int ha_prof_running(void);
 /* Dump now, reason for the stderr line.  0 or errno. */
 int ha_prof_dump(const char *reason, int automatic);
+/* An automatic dump whose writer memory comes from reserve first. */
+int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* Time dump from the helper; 0 or errno. */
 void ha_prof_time_dump(void);
 uint64_t ha_prof_dumps(void);
@@ -283,5 +295,14 @@ void ha_helper_postfork_child(void);
 void ha_helper_ensure(void);      /* recreate after fork when needed */
 /* Dump every signal delivered and not yet dumped (the exit dump calls it). */
 void ha_helper_flush(void);
+
+/* ---- memwatch.c ---------------------------------------------------------- */
+/* At profiling start (no lock held): read the options, the start RSS and
+ * the memory limits; 1 when the helper must poll (ha_memwatch_poll). */
+int ha_memwatch_start(void);
+/* The helper's poll period in ms, -1 when there is nothing to watch. */
+int ha_memwatch_period_ms(void);
+/* One check, on the helper thread: RSS growth and the limit. */
+void ha_memwatch_poll(void);
 
 #endif
