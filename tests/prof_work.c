@@ -15,8 +15,8 @@
  *   threads         threads allocate/free while the main thread dumps
  *   dlopen MODULE   a thread dlopens MODULE in a loop while others dump
  *   rss K MB MS     K times: touch MB more MiB of kept blocks, sleep MS ms
- *   grow MB MS      touch MB MiB more every MS ms until malloc fails (at
- *                   most 4 GiB), free it all, exit 0
+ *   grow MB MS [MAX] touch MB MiB more every MS ms until malloc fails or
+ *                   MAX MiB are taken (default 4096), free it all, exit 0
  *   fill MS         take memory until malloc fails (1 MiB, then 4 KiB
  *                   blocks), hold it MS ms, free it all, exit 0
  * Exit 0 pass, 1 failure, 99 hard error.
@@ -198,10 +198,10 @@ static int mode_rss(int steps, long mb, long ms)
 	return 0;
 }
 
-static int mode_grow(long mb, long ms)
+static int mode_grow(long mb, long ms, long max)
 {
 	int k = 0;
-	while (k + mb <= 4096 && site_touch(&k, mb))
+	while (k + mb <= max && site_touch(&k, mb))
 		msleep(ms);
 	while (k > 0)
 		free(keep[--k]);
@@ -378,7 +378,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "rss") && argc >= 5)
 		mode_rss(atoi(argv[2]), atol(argv[3]), atol(argv[4]));
 	else if (!strcmp(m, "grow") && argc >= 4)
-		mode_grow(atol(argv[2]), atol(argv[3]));
+		mode_grow(atol(argv[2]), atol(argv[3]), argc >= 5 ? atol(argv[4]) : 4096);
 	else if (!strcmp(m, "fill") && argc >= 3)
 		mode_fill(atol(argv[2]));
 	else if (!strcmp(m, "dlopen") && argc >= 3)
