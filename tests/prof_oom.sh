@@ -14,8 +14,8 @@ pct_in() {
 	[ -n "$p" ] && [ "$p" -ge "$2" ] && [ "$p" -le "$3" ] || fail "$1: percent '$p' not in $2..$3: $(cat "$1")"
 }
 
-# grow by 8 MiB every 50 ms until malloc fails: the 100 ms poll sees it
-# between 90% and the limit (~40 MB, 250 ms), once
+# grow by 8 MiB every 50 ms until malloc fails, then hold it 500 ms: the
+# 100 ms poll sees it between 90% and the limit, once
 mkdir "$tmp/a"
 (ulimit -v $LIM_KB && HEAPPROFILE="$tmp/a/p" exec "$W" grow 8 50) 2>"$tmp/a.err" || fail "grow exited $?"
 eq "pre-OOM dumps" "$(grep -c "^Dumping heap profile to $tmp/a/p\.0001\.heap (address space [0-9]* MB, [0-9]*% of RLIMIT_AS $LIM_MB MB)$" "$tmp/a.err")" 1
@@ -70,8 +70,8 @@ eq "threads under RLIMIT_AS" "$(HEAPPROFILE="$tmp/t" threads)" 2
 eq "threads under RLIMIT_AS, fraction 0" "$(HEAPPROFILE="$tmp/t" HEAP_PROFILE_OOM_FRACTION=0 threads)" 1
 
 # cgroup v2: a child of our own group with memory.max 300M; the program
-# stops itself at 280 MiB (95% with its own pages) so the OOM killer never
-# runs.  Anything missing: SKIP this part only.
+# stops itself at 280 MiB (95% with its own pages; held 500 ms) so the OOM
+# killer never runs.  Anything missing: SKIP this part only.
 cgroup_test() {
 	root=/sys/fs/cgroup
 	[ -f "$root/cgroup.controllers" ] || root=/sys/fs/cgroup/unified

@@ -16,7 +16,8 @@
  *   dlopen MODULE   a thread dlopens MODULE in a loop while others dump
  *   rss K MB MS     K times: touch MB more MiB of kept blocks, sleep MS ms
  *   grow MB MS [MAX] touch MB MiB more every MS ms until malloc fails or
- *                   MAX MiB are taken (default 4096), free it all, exit 0
+ *                   MAX MiB are taken (default 4096), hold it 500 ms, free
+ *                   it all, exit 0
  *   fill MS         take memory until malloc fails (1 MiB, then 4 KiB
  *                   blocks), hold it MS ms, free it all, exit 0
  * Exit 0 pass, 1 failure, 99 hard error.
@@ -203,6 +204,7 @@ static int mode_grow(long mb, long ms, long max)
 	int k = 0;
 	while (k + mb <= max && site_touch(&k, mb))
 		msleep(ms);
+	msleep(500);
 	while (k > 0)
 		free(keep[--k]);
 	return 0;
