@@ -1,4 +1,5 @@
-/* dump/helper.c — the helper thread: time dumps and signal dumps.
+/* dump/helper.c — the helper thread: time dumps, signal dumps, and the
+ * polling of memwatch.c (RSS growth, the pre-OOM dump).
  *
  * A signal handler may not take locks or allocate, so the HEAPPROFILESIGNAL
  * handler only writes one byte to a non-blocking pipe (async-signal-safe)
@@ -92,6 +93,9 @@ static void *helper_main(void *arg)
 	for (;;) {
 		struct pollfd pfd = { rd, POLLIN, 0 };
 		int64_t to = interval > 0 ? ms_until(&next) : -1;
+		int watch = ha_memwatch_period_ms();
+		if (watch > 0 && (to < 0 || to > watch))
+			to = watch;
 		int n = poll(&pfd, 1, to > INT32_MAX ? INT32_MAX : (int)to);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -104,6 +108,8 @@ static void *helper_main(void *arg)
 				if (claim())
 					ha_prof_dump("signal", 0);
 		}
+		if (watch > 0)
+			ha_memwatch_poll();
 		if (interval > 0 && ms_until(&next) == 0) {
 			ha_prof_time_dump();
 			clock_gettime(CLOCK_MONOTONIC, &next);
@@ -138,8 +144,16 @@ static int spawn(void)
 
 int ha_helper_start(int64_t secs, int sig)
 {
-	if (helper_pid == getpid())
-		return 0;             /* already running in this process */
+	if (helper_pid == getpid()) {
+		/* already running: wake it to pick up a new memwatch period (a
+		 * byte that finds no pending signal dumps nothing) */
+		int fd = __atomic_load_n(&pipe_wr, __ATOMIC_RELAXED);
+		char c = 'w';
+		if (fd >= 0 && write(fd, &c, 1) < 0) {
+			/* full pipe: the helper wakes anyway */
+		}
+		return 0;
+	}
 	interval = secs;
 	signo = sig;
 	int err = spawn();
@@ -174,7 +188,7 @@ void ha_helper_postfork_child(void)
 	pipe_rd = -1;
 	helper_pid = 0;
 	__atomic_store_n(&pending, 0, __ATOMIC_RELAXED);   /* the parent's to dump */
-	helper_lost = interval > 0 || signo > 0;
+	helper_lost = interval > 0 || signo > 0 || ha_memwatch_period_ms() > 0;
 }
 
 void ha_helper_ensure(void)

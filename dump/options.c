@@ -23,7 +23,7 @@ ha_prof_options ha_prof_opt;
 int ha_prof_opt_loaded;
 
 typedef enum { OPT_STR, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_BOOL, OPT_SIGNAL,
-	       OPT_FORMAT } opt_type;
+	       OPT_FORMAT, OPT_FRACTION } opt_type;
 
 typedef struct opt_row {
 	const char *name;
@@ -73,6 +73,10 @@ static const opt_row rows[] = {
 	  "keep this process's first dump and its newest N, remove the others; 0 keeps all" },
 	{ "HEAP_PROFILE_MIN_SECONDS", OPT_SECONDS, 0, &ha_prof_opt.min_seconds, NULL, NULL,
 	  "at most one threshold dump per N seconds; the crossings between are counted into the next dump; 0 off" },
+	{ "HEAP_PROFILE_RSS_INTERVAL", OPT_SIZE, 0, &ha_prof_opt.rss_interval, NULL, NULL,
+	  "dump when the resident set grew by more than N since the last RSS dump; 0 off" },
+	{ "HEAP_PROFILE_OOM_FRACTION", OPT_FRACTION, 900000, &ha_prof_opt.oom_fraction, NULL, NULL,
+	  "dump once when memory use reaches this fraction (0.9 or 90%) of the cgroup or RLIMIT_AS limit; 0 off" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)
@@ -202,6 +206,40 @@ int ha_options_parse_format(const char *s, int64_t *out)
 	return 0;
 }
 
+/* A fraction of 1 in parts per million: decimal "0.9", ".9", "1", or a
+ * percentage "90%", "92.5%"; digits past the millionth are dropped.  More
+ * than 1 (100%) is junk: a bare "90" is a mistake for 90% or 0.9. */
+int ha_options_parse_fraction(const char *s, int64_t *out)
+{
+	uint64_t v = 0;             /* value times 10^6 */
+	int digits = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		if (v > 100000000000ull)
+			return EINVAL;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	v *= 1000000;
+	if (*p == '.') {
+		p++;
+		uint64_t unit = 100000;
+		for (; *p >= '0' && *p <= '9'; p++, digits++) {
+			v += (uint64_t)(*p - '0') * unit;
+			unit /= 10;
+		}
+	}
+	if (!digits)
+		return EINVAL;
+	if (*p == '%') {
+		v /= 100;
+		p++;
+	}
+	if (*p || v > 1000000)
+		return EINVAL;
+	*out = (int64_t)v;
+	return 0;
+}
+
 static const char *type_name(opt_type t)
 {
 	switch (t) {
@@ -211,6 +249,7 @@ static const char *type_name(opt_type t)
 	case OPT_BOOL: return "a boolean";
 	case OPT_SIGNAL: return "a signal";
 	case OPT_FORMAT: return "text, pprof or both";
+	case OPT_FRACTION: return "a fraction such as 0.9 or 90%";
 	default: return "a string";
 	}
 }
@@ -241,6 +280,7 @@ void ha_options_load_from(char *const *env)
 		case OPT_BOOL: err = ha_options_parse_bool(v, &x); break;
 		case OPT_SIGNAL: err = ha_options_parse_signal(v, &x); break;
 		case OPT_FORMAT: err = ha_options_parse_format(v, &x); break;
+		case OPT_FRACTION: err = ha_options_parse_fraction(v, &x); break;
 		case OPT_SECONDS:
 		case OPT_COUNT:
 			err = ha_options_parse_size(v, &x);
@@ -262,6 +302,16 @@ void ha_options_load_from(char *const *env)
 			if (r->type == OPT_FORMAT)
 				ha_log("heapalloc: %s=\"%s\" is not %s; using text\n", r->name,
 				       shown, type_name(r->type));
+			else if (r->type == OPT_FRACTION) {
+				char d[16];  /* the default as written: 0.9 */
+				int k = ha_snprintf(d, sizeof d, "%lld.%06lld",
+						    (long long)(r->def / 1000000),
+						    (long long)(r->def % 1000000));
+				while (k > 2 && d[k - 1] == '0' && d[k - 2] != '.')
+					d[--k] = 0;
+				ha_log("heapalloc: %s=\"%s\" is not %s; using %s\n", r->name,
+				       shown, type_name(r->type), d);
+			}
 			else
 				ha_log("heapalloc: %s=\"%s\" is not %s; using %lld\n", r->name,
 				       shown, type_name(r->type), (long long)r->def);

@@ -49,7 +49,7 @@ void ha_peak_check(uint64_t inuse)
 	if (!lines)
 		return;               /* no memory: keep the older copy */
 	if (K.lines)
-		ha_raw_free(K.lines);
+		ha_dump_mem_free(K.lines);
 	K.lines = lines;
 	K.n = n;
 	K.mark = inuse;
@@ -91,7 +91,7 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 void ha_peak_drop(void)
 {
 	if (K.lines)
-		ha_raw_free(K.lines);
+		ha_dump_mem_free(K.lines);
 	K.lines = NULL;
 	K.n = 0;
 	K.mark = 0;

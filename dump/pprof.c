@@ -20,7 +20,7 @@
  * heapalloc-symbolize does it offline).
  *
  * Never calls the public malloc: everything, zlib's state included, lives
- * in ha_raw_malloc memory.  Holds the table lock only for the snapshot
+ * in ha_dump_mem memory (writer.c: raw memory, or the pre-OOM reserve).  Holds the table lock only for the snapshot
  * copy; the caller holds ha_prof_dump_lock.  Never uses dl_iterate_phdr
  * (the loader lock): the memory map comes from /proc/self/maps, and ELF
  * headers and notes are copied by process_vm_readv, so a library unloaded
@@ -205,15 +205,15 @@ static size_t loc_slot(const loc_table *t, uintptr_t a)
 static int loc_grow(loc_table *t)
 {
 	size_t cap = t->addr ? 2 * (t->mask + 1) : 4096;
-	loc_table g = { ha_raw_malloc(cap * sizeof *g.addr), ha_raw_malloc(cap * sizeof *g.id),
-			ha_raw_malloc(cap / 2 * sizeof *g.by_id), cap - 1, t->n, 0 };
+	loc_table g = { ha_dump_mem(cap * sizeof *g.addr), ha_dump_mem(cap * sizeof *g.id),
+			ha_dump_mem(cap / 2 * sizeof *g.by_id), cap - 1, t->n, 0 };
 	if (!g.addr || !g.id || !g.by_id) {
 		if (g.addr)
-			ha_raw_free(g.addr);
+			ha_dump_mem_free(g.addr);
 		if (g.id)
-			ha_raw_free(g.id);
+			ha_dump_mem_free(g.id);
 		if (g.by_id)
-			ha_raw_free(g.by_id);
+			ha_dump_mem_free(g.by_id);
 		return t->err = ENOMEM;
 	}
 	memset(g.addr, 0, cap * sizeof *g.addr);
@@ -224,9 +224,9 @@ static int loc_grow(loc_table *t)
 		g.by_id[k] = t->by_id[k];
 	}
 	if (t->addr) {
-		ha_raw_free(t->addr);
-		ha_raw_free(t->id);
-		ha_raw_free(t->by_id);
+		ha_dump_mem_free(t->addr);
+		ha_dump_mem_free(t->id);
+		ha_dump_mem_free(t->by_id);
 	}
 	*t = g;
 	return 0;
@@ -308,7 +308,7 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 	size_t nlines = 0;
 	for (size_t i = 0; i < mo.len; i++)
 		nlines += mo.buf[i] == '\n';
-	if (nlines && !(maps = ha_raw_malloc(nlines * sizeof *maps)))
+	if (nlines && !(maps = ha_dump_mem(nlines * sizeof *maps)))
 		goto nomem;
 	for (size_t i = 0, s = 0; i < mo.len; i++) {
 		if (mo.buf[i] != '\n')
@@ -423,17 +423,17 @@ nomem:
 	o->err = ENOMEM;
 out:
 	if (lt.addr)
-		ha_raw_free(lt.addr);
+		ha_dump_mem_free(lt.addr);
 	if (lt.id)
-		ha_raw_free(lt.id);
+		ha_dump_mem_free(lt.id);
 	if (lt.by_id)
-		ha_raw_free(lt.by_id);
+		ha_dump_mem_free(lt.by_id);
 	if (maps)
-		ha_raw_free(maps);
+		ha_dump_mem_free(maps);
 	if (mo.buf)
-		ha_raw_free(mo.buf);
+		ha_dump_mem_free(mo.buf);
 	if (lines && own)
-		ha_raw_free((void *)lines);
+		ha_dump_mem_free((void *)lines);
 }
 
 /* zlib's allocator: raw memory, never the public malloc. */
@@ -442,14 +442,14 @@ static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
 	(void)opaque;
 	if (size && items > SIZE_MAX / size)
 		return Z_NULL;
-	return ha_raw_malloc((size_t)items * size);
+	return ha_dump_mem((size_t)items * size);
 }
 
 static void z_free(voidpf opaque, voidpf p)
 {
 	(void)opaque;
 	if (p)
-		ha_raw_free(p);
+		ha_dump_mem_free(p);
 }
 
 /* gzip data[0..n) to fd. */
@@ -463,7 +463,7 @@ static int gzip_to(int fd, const char *data, size_t n)
 	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return ENOMEM;
 	enum { CHUNK = 64 * 1024 };
-	unsigned char *out = ha_raw_malloc(CHUNK);
+	unsigned char *out = ha_dump_mem(CHUNK);
 	int err = out ? 0 : ENOMEM;
 	z.next_in = (Bytef *)(uintptr_t)data;
 	z.avail_in = (uInt)n;     /* a profile is far below 4 GiB */
@@ -480,7 +480,7 @@ static int gzip_to(int fd, const char *data, size_t n)
 	}
 	deflateEnd(&z);
 	if (out)
-		ha_raw_free(out);
+		ha_dump_mem_free(out);
 	return err;
 }
 
@@ -523,6 +523,6 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 			unlink(tmp);
 	}
 	if (o.buf)
-		ha_raw_free(o.buf);
+		ha_dump_mem_free(o.buf);
 	return err;
 }

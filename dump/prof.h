@@ -14,6 +14,7 @@
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
+ *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
  *   api.c          public API (heapalloc_*) and the gperftools API
  *
  * Synchronization (lock order, outermost first):
@@ -126,6 +127,8 @@ typedef struct ha_prof_options {
 	int64_t stats;            /* HEAP_PROFILE_STATS: PREFIX.NNNN.stats with each dump */
 	int64_t keep;             /* HEAP_PROFILE_KEEP: newest N dumps kept, 0 all */
 	int64_t min_seconds;      /* HEAP_PROFILE_MIN_SECONDS: threshold dump spacing */
+	int64_t rss_interval;     /* HEAP_PROFILE_RSS_INTERVAL, bytes, 0 off */
+	int64_t oom_fraction;     /* HEAP_PROFILE_OOM_FRACTION, parts per million */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -140,6 +143,8 @@ int ha_options_parse_size(const char *s, int64_t *out);
 int ha_options_parse_bool(const char *s, int64_t *out);
 int ha_options_parse_signal(const char *s, int64_t *out);
 int ha_options_parse_format(const char *s, int64_t *out);
+/* 0.9, .9, 90% or 90.5% -> parts per million (0..1000000). */
+int ha_options_parse_fraction(const char *s, int64_t *out);
 /* Value of NAME in environ, or NULL (never getenv). */
 const char *ha_options_env(const char *name);
 
@@ -305,6 +310,11 @@ void ha_dumplog_start(const char *path);
  * written, NULL when the dump failed ("-" in the log). */
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		     const char *reason);
+/* A dump's working memory (raw memory, or the reserve when one is set);
+ * the reserve is set and used only under ha_prof_dump_lock. */
+void *ha_dump_mem(size_t n);
+void ha_dump_mem_free(void *p);
+void ha_dump_mem_reserve(void *base, size_t cap);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
@@ -322,6 +332,8 @@ void ha_prof_stop(void);
 int ha_prof_running(void);
 /* Dump now, reason for the stderr line.  0 or errno. */
 int ha_prof_dump(const char *reason, int automatic);
+/* An automatic dump whose writer memory comes from reserve first. */
+int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* Time dump from the helper; 0 or errno. */
 void ha_prof_time_dump(void);
 uint64_t ha_prof_dumps(void);
@@ -336,5 +348,14 @@ void ha_helper_postfork_child(void);
 void ha_helper_ensure(void);      /* recreate after fork when needed */
 /* Dump every signal delivered and not yet dumped (the exit dump calls it). */
 void ha_helper_flush(void);
+
+/* ---- memwatch.c ---------------------------------------------------------- */
+/* At profiling start (no lock held): read the options, the start RSS and
+ * the memory limits; 1 when the helper must poll (ha_memwatch_poll). */
+int ha_memwatch_start(void);
+/* The helper's poll period in ms, -1 when there is nothing to watch. */
+int ha_memwatch_period_ms(void);
+/* One check, on the helper thread: RSS growth and the limit. */
+void ha_memwatch_poll(void);
 
 #endif

@@ -615,8 +615,9 @@ static int dump_locked(const char *reason)
 }
 
 /* reason NULL: a time dump, whose reason needs the last dump's time,
- * read under the lock. */
-static int dump_now(const char *reason, int automatic)
+ * read under the lock.  reserve: the writer's memory comes from there
+ * first (ha_dump_mem), set only while this dump holds the lock. */
+static int dump_now(const char *reason, int automatic, void *reserve, size_t cap)
 {
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
@@ -634,7 +635,11 @@ static int dump_now(const char *reason, int automatic)
 		}
 		uint64_t t[2];
 		ha_prof_totals(t);
+		if (reserve)
+			ha_dump_mem_reserve(reserve, cap);
 		err = dump_locked(reason);
+		if (reserve)
+			ha_dump_mem_reserve(NULL, 0);
 		if (automatic) {
 			P.last_alloc = t[0];
 			P.last_free = t[1];
@@ -649,12 +654,17 @@ static int dump_now(const char *reason, int automatic)
 
 int ha_prof_dump(const char *reason, int automatic)
 {
-	return dump_now(reason ? reason : "", automatic);
+	return dump_now(reason ? reason : "", automatic, NULL, 0);
+}
+
+int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap)
+{
+	return dump_now(reason, 1, reserve, cap);
 }
 
 void ha_prof_time_dump(void)
 {
-	dump_now(NULL, 1);
+	dump_now(NULL, 1, NULL, 0);
 }
 
 uint64_t ha_prof_dumps(void)
@@ -815,9 +825,10 @@ int ha_prof_start(const char *prefix, int from_env)
 		ha_books(P.base, P.base_req);   /* the probe's blocks do not count */
 		ha_unlock(&ha_prof_dump_lock);
 	}
-	if (ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0) {
+	/* the helper thread runs only when something needs it: time or signal
+	 * dumps, RSS dumps, or a memory limit to dump before */
+	if (ha_memwatch_start() || ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0)
 		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal);
-	}
 	ha_prof_busy = busy;
 	return 0;
 }

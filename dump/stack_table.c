@@ -193,7 +193,7 @@ ha_line *ha_table_snapshot(size_t *n)
 	*n = 0;
 	if (!heads)
 		return NULL;
-	ha_line *lines = ha_raw_malloc((nbuckets ? nbuckets : 1) * sizeof *lines);
+	ha_line *lines = ha_dump_mem((nbuckets ? nbuckets : 1) * sizeof *lines);
 	if (!lines)
 		return NULL;
 	/* every bucket was carved in turn from the chunks, and nothing else

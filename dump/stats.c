@@ -252,7 +252,7 @@ int ha_stats_file(const char *path, const char *dump, const char *reason, uint64
 	write_stats(&o, dump, reason, inuse, peak);
 	int err = ha_out_flush(&o);
 	if (o.buf)
-		ha_raw_free(o.buf);
+		ha_dump_mem_free(o.buf);
 	if (close(fd) != 0 && !err && errno != EINTR)
 		err = errno;
 	if (!err && rename(tmp, path) != 0)

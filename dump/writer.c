@@ -8,7 +8,8 @@
  *
  * Owns the output buffer and the file protocol: write FILE.tmp in the same
  * directory, then rename(2) it to FILE, so a reader never sees half a file.
- * Never calls the public malloc (raw memory only), never formats with stdio
+ * Never calls the public malloc (raw memory or the pre-OOM reserve only:
+ * ha_dump_mem), never formats with stdio
  * (numbers by hand), restarts on EINTR and short writes.  Holds the table
  * lock only to copy the counters (ha_table_snapshot), so allocating threads
  * wait at most for that copy.  The caller holds ha_prof_dump_lock, which
@@ -23,6 +24,43 @@
 #include "dump/prof.h"
 
 #define OUT_CHUNK (64 * 1024)
+
+/* The dump's working memory.  Normally raw memory; while a reserve is set
+ * (the pre-OOM dump, memwatch.c) it is carved from that mapping first, so
+ * the dump needs nothing from a heap that may not grow any more.  Blocks
+ * of the reserve are never freed one by one (only the last one carved
+ * gives its room back); the reserve is dropped whole after the dump.
+ * Set and used only under ha_prof_dump_lock. */
+static struct { char *base; size_t cap, used, last; } rsv;
+
+void ha_dump_mem_reserve(void *base, size_t cap)
+{
+	rsv.base = base;
+	rsv.cap = base ? cap : 0;
+	rsv.used = rsv.last = 0;
+}
+
+void *ha_dump_mem(size_t n)
+{
+	size_t need = (n + 15) & ~(size_t)15;
+	if (rsv.base && need >= n && need <= rsv.cap - rsv.used) {
+		rsv.last = rsv.used;
+		rsv.used += need;
+		return rsv.base + rsv.last;
+	}
+	return ha_raw_malloc(n);
+}
+
+void ha_dump_mem_free(void *p)
+{
+	char *c = p;
+	if (rsv.base && c >= rsv.base && c < rsv.base + rsv.cap) {
+		if (c == rsv.base + rsv.last)
+			rsv.used = rsv.last;
+		return;
+	}
+	ha_raw_free(p);
+}
 
 int ha_write_all(int fd, const void *buf, size_t n)
 {
@@ -60,14 +98,14 @@ void ha_out_bytes(ha_out *o, const char *s, size_t n)
 				continue;
 			}
 			size_t ncap = o->cap ? o->cap * 2 : OUT_CHUNK;
-			char *nb = ha_raw_malloc(ncap);
+			char *nb = ha_dump_mem(ncap);
 			if (!nb) {
 				o->err = ENOMEM;
 				return;
 			}
 			if (o->buf) {
 				memcpy(nb, o->buf, o->len);
-				ha_raw_free(o->buf);
+				ha_dump_mem_free(o->buf);
 			}
 			o->buf = nb;
 			o->cap = ncap;
@@ -236,7 +274,7 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 		ha_out_str(o, "\n");
 	}
 	if (lines && own)
-		ha_raw_free((void *)lines);
+		ha_dump_mem_free((void *)lines);
 	ha_out_str(o, "\nMAPPED_LIBRARIES:\n");
 	ha_writer_maps(o);
 }
@@ -274,7 +312,7 @@ int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set)
 	ha_writer_profile_from(&o, r, set);
 	int err = ha_out_flush(&o);
 	if (o.buf)
-		ha_raw_free(o.buf);
+		ha_dump_mem_free(o.buf);
 	if (close(fd) != 0 && !err && errno != EINTR)
 		err = errno;
 	if (!err && rename(tmp, path) != 0)

@@ -9,6 +9,7 @@ readme="$top_srcdir/README.md"
 code=$(sed -n 's/^[[:space:]]*{ "\([A-Z_]*\)", OPT_\([A-Z]*\), \([0-9A-Z_]*\),.*/\1 \2 \3/p' "$src" |
 	awk '{ d = $3; if ($2 == "STR" || ($2 == "SIGNAL" && d == 0)) d = "unset";
 		else if ($2 == "FORMAT") d = (d == "HA_FORMAT_TEXT" ? "text" : d);
+		else if ($2 == "FRACTION") d = d / 1000000;
 		else if ($2 == "BOOL") d = (d == 1 ? "true" : "false"); print $1 " " d }')
 doc=$(sed -n 's/^| `\([A-Z_]*\)` | \([^ |]*\) |.*/\1 \2/p' "$readme")
 [ -n "$code" ] || { echo "no rows parsed from $src"; exit 99; }

@@ -16,6 +16,8 @@
 void *ha_raw_malloc(size_t n) { return malloc(n); }
 void *ha_raw_calloc(size_t n, size_t m) { return calloc(n, m); }
 void ha_raw_free(void *p) { free(p); }
+void *ha_dump_mem(size_t n) { return malloc(n); }
+void ha_dump_mem_free(void *p) { free(p); }
 HA_TLS unsigned ha_locks_held;
 
 static void sampler(void)
@@ -114,6 +116,22 @@ static void options(void)
 	const char *badsig[] = { "", "0", "9", "SIGKILL", "SIGSTOP", "99", "NOSUCHSIG", "12abc", "1k" };
 	for (size_t i = 0; i < sizeof badsig / sizeof badsig[0]; i++)
 		CHECK_EQ(ha_options_parse_signal(badsig[i], &v), EINVAL);
+
+	/* fractions in parts per million */
+	const struct { const char *s; int64_t v; } frac[] = {
+		{ "0.9", 900000 }, { ".9", 900000 }, { "90%", 900000 }, { "92.5%", 925000 },
+		{ "1", 1000000 }, { "100%", 1000000 }, { "0", 0 }, { "0%", 0 },
+		{ "0.1234567", 123456 }, { "1.0", 1000000 }, { "5%", 50000 },
+	};
+	for (size_t i = 0; i < sizeof frac / sizeof frac[0]; i++) {
+		v = -1;
+		CHECK_EQ(ha_options_parse_fraction(frac[i].s, &v), 0);
+		CHECK_EQ(v, frac[i].v);
+	}
+	const char *badfrac[] = { "", "90", "1.01", "101%", "0.9x", "%", ".", "-0.5", "0.9%%",
+				  "99999999999999999999" };
+	for (size_t i = 0; i < sizeof badfrac / sizeof badfrac[0]; i++)
+		CHECK_EQ(ha_options_parse_fraction(badfrac[i], &v), EINVAL);
 }
 
 static void size_keys(void)

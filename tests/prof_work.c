@@ -18,6 +18,12 @@
  *   execchild PFX   (run by fork) check the environment, allocate, exit
  *   threads         threads allocate/free while the main thread dumps
  *   dlopen MODULE   a thread dlopens MODULE in a loop while others dump
+ *   rss K MB MS     K times: touch MB more MiB of kept blocks, sleep MS ms
+ *   grow MB MS [MAX] touch MB MiB more every MS ms until malloc fails or
+ *                   MAX MiB are taken (default 4096), hold it 500 ms, free
+ *                   it all, exit 0
+ *   fill MS         take memory until malloc fails (1 MiB, then 4 KiB
+ *                   blocks), hold it MS ms, free it all, exit 0
  * Exit 0 pass, 1 failure, 99 hard error.
  */
 #include <dlfcn.h>
@@ -168,6 +174,57 @@ static int mode_signal(int k, const char *dir)
 			msleep(10);
 		CHECK_EQ(count_heaps(dir), before + 1);
 	}
+	return 0;
+}
+
+/* ---- memory growth (prof_rss.sh, prof_oom.sh) -------------------------- */
+
+/* MB MiB in 1 MiB blocks, every page written (resident); 0 when malloc
+ * fails (what was taken stays in keep[]). */
+static __attribute__((noinline)) int site_touch(int *k, long mb)
+{
+	for (long i = 0; i < mb; i++) {
+		char *p = malloc(1 << 20);
+		if (!p)
+			return 0;
+		memset(p, 0x5a, 1 << 20);
+		keep[(*k)++] = p;
+	}
+	return 1;
+}
+
+static int mode_rss(int steps, long mb, long ms)
+{
+	int k = 0;
+	for (int i = 0; i < steps; i++) {
+		REQUIRE(site_touch(&k, mb));
+		msleep(ms);
+	}
+	return 0;
+}
+
+static int mode_grow(long mb, long ms, long max)
+{
+	int k = 0;
+	while (k + mb <= max && site_touch(&k, mb))
+		msleep(ms);
+	msleep(500);
+	while (k > 0)
+		free(keep[--k]);
+	return 0;
+}
+
+/* Exhaust the heap, then wait: a dump meanwhile gets no memory from it. */
+static int mode_fill(long ms)
+{
+	int k = 0;
+	while (k < 4096 && site_touch(&k, 1))
+		;
+	while (k < (int)(sizeof keep / sizeof keep[0]) && (keep[k] = malloc(4096)))
+		k++;
+	msleep(ms);
+	while (k > 0)
+		free(keep[--k]);
 	return 0;
 }
 
@@ -367,6 +424,12 @@ int main(int argc, char **argv)
 		mode_execchild(argv[2]);
 	else if (!strcmp(m, "threads"))
 		mode_threads();
+	else if (!strcmp(m, "rss") && argc >= 5)
+		mode_rss(atoi(argv[2]), atol(argv[3]), atol(argv[4]));
+	else if (!strcmp(m, "grow") && argc >= 4)
+		mode_grow(atol(argv[2]), atol(argv[3]), argc >= 5 ? atol(argv[4]) : 4096);
+	else if (!strcmp(m, "fill") && argc >= 3)
+		mode_fill(atol(argv[2]));
 	else if (!strcmp(m, "dlopen") && argc >= 3)
 		mode_dlopen(argv[2]);
 	else

@@ -1,0 +1,259 @@
+/* dump/memwatch.c — memory triggers polled by the helper thread: RSS growth
+ * dumps (HEAP_PROFILE_RSS_INTERVAL) and one dump before an OOM kill
+ * (HEAP_PROFILE_OOM_FRACTION of the smallest memory limit).
+ *
+ * Owns the limit discovery (cgroup v2 memory.max of this process's cgroup
+ * and its ancestors, cgroup v1 memory.limit_in_bytes, RLIMIT_AS), the usage
+ * reading and the memory reserved for the pre-OOM dump.  Reads /proc and
+ * /sys with raw open/read into stack buffers: never allocates, so it works
+ * when the heap cannot grow.  The pre-OOM dump's writer memory comes from a
+ * reserve mapped at start (ha_dump_mem, writer.c): RLIMIT_AS counts it then,
+ * not when the limit is near; a cgroup is charged for its pages only when
+ * the dump touches them, which the fraction's headroom covers.
+ * Only the helper thread polls (ha_memwatch_poll); start and fork run with
+ * no dump in progress.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "dump/prof.h"
+
+#define POLL_MS 100               /* RSS and limit checks, 10 per second */
+#define RESERVE_BYTES (4u << 20)  /* the pre-OOM dump's writer memory */
+#define PATH_CAP 512
+
+enum { LIM_NONE, LIM_CG2, LIM_CG1, LIM_AS };
+
+/* Where the cgroups are read (tests/prof_memwatch.c points them at a tree
+ * of its own). */
+static const char *cg_self = "/proc/self/cgroup";
+static const char *cg_root = "/sys/fs/cgroup";
+
+static struct {
+	int64_t rss_step;         /* HEAP_PROFILE_RSS_INTERVAL, 0 off */
+	uint64_t rss_base;        /* RSS at the start or the last RSS dump */
+	int kind;                 /* LIM_*: which limit applies */
+	uint64_t limit, threshold;  /* bytes; threshold = fraction of limit */
+	char usage_path[PATH_CAP];  /* the cgroup's usage file, "" = use RSS */
+	int oom_done;             /* the pre-OOM dump is written once */
+	void *reserve;
+} W;
+
+/* path's content into buf (NUL-terminated); its length, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd;
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	while (len + 1 < cap) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = 0;
+	return (ssize_t)len;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (*s < '0' || *s > '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9'; s++)
+		v = v * 10 + (uint64_t)(*s - '0');
+	*out = v;
+	return 0;
+}
+
+/* A limit file: a number of bytes, "max" (v2) or a huge value (v1) = none. */
+static uint64_t read_limit(const char *path)
+{
+	char buf[64];
+	uint64_t v;
+	if (read_small(path, buf, sizeof buf) <= 0 || parse_u64(buf, &v) != 0)
+		return 0;
+	return v >= (1ull << 62) ? 0 : v;
+}
+
+static int read_u64_file(const char *path, uint64_t *v)
+{
+	char buf[64];
+	return read_small(path, buf, sizeof buf) > 0 ? parse_u64(buf, v) : -1;
+}
+
+/* Address space and resident set of this process in bytes (statm). */
+static int statm(uint64_t *as, uint64_t *rss)
+{
+	char buf[128];
+	if (read_small("/proc/self/statm", buf, sizeof buf) <= 0)
+		return -1;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	const char *p = buf;
+	if (parse_u64(p, as) != 0)
+		return -1;
+	while (*p && *p != ' ')
+		p++;
+	if (*p++ != ' ' || parse_u64(p, rss) != 0)
+		return -1;
+	*as *= pg;
+	*rss *= pg;
+	return 0;
+}
+
+static void take_limit(int kind, uint64_t limit, const char *usage)
+{
+	if (!limit || (W.limit && W.limit <= limit))
+		return;
+	W.kind = kind;
+	W.limit = limit;
+	uint64_t v;
+	if (usage && read_u64_file(usage, &v) == 0)
+		ha_snprintf(W.usage_path, sizeof W.usage_path, "%s", usage);
+	else
+		W.usage_path[0] = 0;
+}
+
+/* The memory cgroups of /proc/self/cgroup: "0::/path" (v2; this group and
+ * every ancestor's memory.max bind) and "N:...memory...:/path" (v1). */
+static void find_cgroup_limits(void)
+{
+	char buf[4096];
+	if (read_small(cg_self, buf, sizeof buf) <= 0)
+		return;
+	for (char *line = buf, *next; *line; line = next) {
+		char *nl = strchr(line, '\n');
+		next = nl ? nl + 1 : line + strlen(line);
+		if (nl)
+			*nl = 0;
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2 || c2[1] != '/')
+			continue;
+		const char *path = c2 + 1;
+		char f[PATH_CAP], u[PATH_CAP];
+		if (c1 == line + 1 && line[0] == '0' && c2 == c1 + 1) {
+			/* v2 at /sys/fs/cgroup, or .../unified on a hybrid host */
+			for (int r = 0; r < 2; r++) {
+				char dir[PATH_CAP];
+				int rn = ha_snprintf(dir, sizeof dir, "%s%s", cg_root,
+						     r ? "/unified" : "");
+				size_t rl = rn > 0 ? (size_t)rn : 0;
+				int n = ha_snprintf(dir + rl, sizeof dir - rl, "%s", path) + (int)rl;
+				if (n <= 0 || (size_t)n >= sizeof dir)
+					continue;
+				/* walk up to the root: the smallest memory.max binds */
+				for (size_t len = (size_t)n; len > rl; ) {
+					dir[len] = 0;
+					ha_snprintf(f, sizeof f, "%s/memory.max", dir);
+					ha_snprintf(u, sizeof u, "%s/memory.current", dir);
+					take_limit(LIM_CG2, read_limit(f), u);
+					while (len > rl && dir[len - 1] != '/')
+						len--;
+					if (len > rl)
+						len--;
+				}
+			}
+			continue;
+		}
+		/* v1: "memory" in the comma-separated controller list */
+		*c2 = 0;
+		int mem = 0;
+		for (char *t = c1 + 1; t && *t; ) {
+			char *comma = strchr(t, ',');
+			size_t tl = comma ? (size_t)(comma - t) : strlen(t);
+			if (tl == 6 && memcmp(t, "memory", 6) == 0)
+				mem = 1;
+			t = comma ? comma + 1 : NULL;
+		}
+		if (!mem)
+			continue;
+		ha_snprintf(f, sizeof f, "%s/memory%s/memory.limit_in_bytes", cg_root,
+			    strcmp(path, "/") ? path : "");
+		ha_snprintf(u, sizeof u, "%s/memory%s/memory.usage_in_bytes", cg_root,
+			    strcmp(path, "/") ? path : "");
+		take_limit(LIM_CG1, read_limit(f), u);
+	}
+}
+
+int ha_memwatch_start(void)
+{
+	uint64_t as = 0, rss = 0;
+	statm(&as, &rss);
+	W.rss_step = ha_prof_opt.rss_interval;
+	W.rss_base = rss;
+	W.kind = LIM_NONE;
+	W.limit = W.threshold = 0;
+	W.oom_done = 0;
+	if (ha_prof_opt.oom_fraction > 0) {
+		find_cgroup_limits();
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+			take_limit(LIM_AS, (uint64_t)rl.rlim_cur, NULL);
+		W.threshold = (uint64_t)((unsigned __int128)W.limit *
+					 (uint64_t)ha_prof_opt.oom_fraction / 1000000);
+	}
+	if (W.limit && !W.reserve) {
+		void *m = mmap(NULL, RESERVE_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		W.reserve = m == MAP_FAILED ? NULL : m;
+	}
+	return ha_memwatch_period_ms() > 0;
+}
+
+int ha_memwatch_period_ms(void)
+{
+	return W.rss_step > 0 || (W.limit && !W.oom_done) ? POLL_MS : -1;
+}
+
+static void oom_check(uint64_t as, uint64_t rss)
+{
+	uint64_t use = W.kind == LIM_AS ? as : rss;
+	const char *what = W.kind == LIM_AS ? "address space" : "RSS";
+	if (W.kind != LIM_AS && W.usage_path[0] && read_u64_file(W.usage_path, &use) == 0)
+		what = "cgroup usage";
+	if (use < W.threshold)
+		return;
+	W.oom_done = 1;
+	char reason[160];
+	ha_snprintf(reason, sizeof reason, "%s %llu MB, %llu%% of %s %llu MB", what,
+		    (unsigned long long)(use >> 20),
+		    (unsigned long long)((unsigned __int128)use * 100 / W.limit),
+		    W.kind == LIM_AS ? "RLIMIT_AS" : "the cgroup limit",
+		    (unsigned long long)(W.limit >> 20));
+	ha_prof_dump_reserved(reason, W.reserve, RESERVE_BYTES);
+	if (W.reserve) {
+		munmap(W.reserve, RESERVE_BYTES);   /* once: give it back */
+		W.reserve = NULL;
+	}
+}
+
+void ha_memwatch_poll(void)
+{
+	uint64_t as, rss;
+	if (!ha_prof_running() || statm(&as, &rss) != 0)
+		return;
+	if (W.limit && !W.oom_done)
+		oom_check(as, rss);
+	if (W.rss_step > 0 && rss > W.rss_base + (uint64_t)W.rss_step) {
+		char reason[96];
+		ha_snprintf(reason, sizeof reason, "RSS %llu MB, grew %llu MB",
+			    (unsigned long long)(rss >> 20),
+			    (unsigned long long)((rss - W.rss_base) >> 20));
+		W.rss_base = rss;
+		ha_prof_dump(reason, 1);
+	}
+}
