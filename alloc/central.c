@@ -270,6 +270,7 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
 	s->size = ha_class_size[cls];
 	s->recip = ha_class_recip[cls];
+	s->plain_max = s->nobj;
 }
 
 static ha_span *span_reuse(unsigned cls)
