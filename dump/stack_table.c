@@ -6,7 +6,7 @@
  * line with the line's average object size, so one line must not mix 16-byte
  * and 1-MiB objects (spec §4).  Several lines may share a stack.
  *
- * Memory: a fixed array of chain heads (512 KiB mapped from the kernel:
+ * Memory (ha_table_stats counts what is resident): a fixed array of chain heads (512 KiB mapped from the kernel:
  * zero pages, resident only where stacks hash, so a profiled process —
  * and each of its children — neither clears nor keeps the whole array)
  * and buckets carved from 64 KiB raw chunks (ha_raw_malloc: never sampled,
@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "dump/prof.h"
@@ -239,13 +240,27 @@ ha_line *ha_table_snapshot(size_t *n)
 	return lines;
 }
 
+/* Resident bytes of the chain heads: only pages a stack hashed to were
+ * ever written (the whole array if the kernel cannot say). */
+static uint64_t heads_resident(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), bytes = NHEADS * sizeof *heads;
+	unsigned char v[NHEADS * sizeof(ha_bucket *) / 4096];
+	if (pg < 4096 || mincore(heads, bytes, v) != 0)
+		return bytes;
+	uint64_t n = 0;
+	for (size_t i = 0; i < (bytes + pg - 1) / pg; i++)
+		n += v[i] & 1;
+	return n * pg;
+}
+
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
 {
 	ha_plock_lock(&table_lock);
 	*buckets = nbuckets;
 	/* the index: the pages its buckets' entries have touched */
 	uint64_t idx_bytes = (nbuckets * sizeof(ha_bucket *) + 4095) & ~(uint64_t)4095;
-	*memory = chunk_bytes + (heads ? NHEADS * sizeof *heads : 0) + idx_bytes;
+	*memory = chunk_bytes + (heads ? heads_resident() : 0) + idx_bytes;
 	*drops_out = drops;
 	ha_plock_unlock(&table_lock);
 }
