@@ -5,7 +5,7 @@
  * their spans instead, and a free there that finds nothing was not one).  NSTRIPES independent open-addressing
  * tables, picked by a hash of the address, each with its own mutex, so
  * frees on different threads rarely meet.  Linear probing with
- * backward-shift deletion (no tombstones); a stripe doubles at 3/4 load.
+ * backward-shift deletion (no tombstones); a stripe grows by half at 3/4 load.
  * Memory from mmap (safe under our locks, never re-enters us).
  * Never unwinds, never calls the public malloc.
  */
@@ -16,12 +16,14 @@
 #include "dump/prof.h"
 
 #define NSTRIPES 64
-#define MIN_SLOTS 256             /* 4 KiB: one page */
+#define MIN_SLOTS 256             /* 4 KiB: one page; sizes stay multiples */
 
 /* A slot is 16 bytes: the address (16-aligned, below 2^48, so 44 bits) and
  * its bucket's index (ha_table_bucket, < 2^20) packed in one word, 0 for an
- * empty slot; the requested size in the other.  At most 3/4 full, at least
- * 3/8 after a doubling: 21..43 bytes per object. */
+ * empty slot; the requested size in the other.  A stripe grows by half at
+ * 3/4 load (so it is 1/2 full after): 21..32 bytes per object, where
+ * doubling would leave 3/8 (43 bytes).  Any size works: a slot's home is
+ * the hash's top bits scaled to the size (home()). */
 #define ADDR_BITS 44
 #define ADDR_MASK (((uint64_t)1 << ADDR_BITS) - 1)
 
@@ -33,7 +35,7 @@ typedef struct slot {
 typedef struct stripe {
 	ha_plock lock;
 	slot *s;
-	size_t mask, used;
+	size_t n, used;           /* slots (a multiple of MIN_SLOTS), in use */
 } __attribute__((aligned(64))) stripe;   /* one cache line each */
 
 static stripe stripes[NSTRIPES];
@@ -46,6 +48,18 @@ static inline uint64_t mix(uintptr_t p)
 	x *= 0xff51afd7ed558ccdull;
 	x ^= x >> 33;
 	return x;
+}
+
+/* Where hash h starts probing in a table of n slots (the stripe took the
+ * low bits of h). */
+static inline size_t home(uint64_t h, size_t n)
+{
+	return (size_t)(((unsigned __int128)h * n) >> 64);
+}
+
+static inline size_t next(size_t j, size_t n)
+{
+	return j + 1 == n ? 0 : j + 1;
 }
 
 static inline uintptr_t key_addr(uint64_t k)
@@ -102,41 +116,42 @@ void ha_objmap_destroy(void)
 {
 	for (int i = 0; i < NSTRIPES; i++) {
 		if (stripes[i].s)
-			table_unmap(stripes[i].s, stripes[i].mask + 1);
+			table_unmap(stripes[i].s, stripes[i].n);
 		stripes[i].s = NULL;
-		stripes[i].mask = stripes[i].used = 0;
+		stripes[i].n = stripes[i].used = 0;
 	}
 }
 
 static int grow(stripe *st)
 {
-	size_t n = st->s ? (st->mask + 1) * 2 : MIN_SLOTS;
+	size_t n = st->s ? (st->n + st->n / 2 + MIN_SLOTS - 1) & ~(size_t)(MIN_SLOTS - 1)
+			 : MIN_SLOTS;
 	slot *ns = table_map(n);
 	if (!ns)
 		return ENOMEM;
 	if (st->s) {
-		for (size_t i = 0; i <= st->mask; i++) {
+		for (size_t i = 0; i < st->n; i++) {
 			if (!st->s[i].key)
 				continue;
-			size_t j = (mix(key_addr(st->s[i].key)) >> 6) & (n - 1);
+			size_t j = home(mix(key_addr(st->s[i].key)), n);
 			while (ns[j].key)
-				j = (j + 1) & (n - 1);
+				j = next(j, n);
 			ns[j] = st->s[i];
 		}
-		table_unmap(st->s, st->mask + 1);
+		table_unmap(st->s, st->n);
 	}
 	st->s = ns;
-	st->mask = n - 1;
+	st->n = n;
 	return 0;
 }
 
 /* Caller holds st->lock; room for one more was made (grow); key_of(p) != 0. */
 static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t req)
 {
-	size_t j = (h >> 6) & st->mask;
+	size_t j = home(h, st->n);
 	uint64_t a = (uint64_t)p >> 4;
 	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
-		j = (j + 1) & st->mask;
+		j = next(j, st->n);
 	if (!st->s[j].key) {
 		st->used++;
 	} else {              /* a free we never saw: count it freed now */
@@ -156,7 +171,7 @@ static inline int storable(uintptr_t p)
 
 static inline int need_grow(const stripe *st)
 {
-	return !st->s || (st->used + 1) * 4 > (st->mask + 1) * 3;
+	return !st->s || (st->used + 1) * 4 > st->n * 3;
 }
 
 int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
@@ -211,9 +226,9 @@ int ha_objmap_remove(uintptr_t p)
 		ha_plock_unlock(&st->lock);
 		return 0;
 	}
-	size_t j = (h >> 6) & st->mask;
+	size_t j = home(h, st->n);
 	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
-		j = (j + 1) & st->mask;
+		j = next(j, st->n);
 	if (!st->s[j].key) {
 		ha_plock_unlock(&st->lock);
 		return 0;
@@ -222,11 +237,11 @@ int ha_objmap_remove(uintptr_t p)
 	uint64_t req = st->s[j].req;
 	/* backward-shift delete: pull later members of the run into the hole */
 	size_t hole = j;
-	for (size_t k = (j + 1) & st->mask; st->s[k].key; k = (k + 1) & st->mask) {
-		size_t home = (mix(key_addr(st->s[k].key)) >> 6) & st->mask;
-		/* move k into hole unless home lies cyclically in (hole, k] */
-		int keep = hole <= k ? (home > hole && home <= k)
-				     : (home > hole || home <= k);
+	for (size_t k = next(j, st->n); st->s[k].key; k = next(k, st->n)) {
+		size_t hk = home(mix(key_addr(st->s[k].key)), st->n);
+		/* move k into hole unless its home lies cyclically in (hole, k] */
+		int keep = hole <= k ? (hk > hole && hk <= k)
+				     : (hk > hole || hk <= k);
 		if (!keep) {
 			st->s[hole] = st->s[k];
 			hole = k;
@@ -248,7 +263,7 @@ void ha_objmap_stats(uint64_t *objects, uint64_t *memory)
 	for (int i = 0; i < NSTRIPES; i++) {
 		ha_plock_lock(&stripes[i].lock);
 		o += stripes[i].used;
-		m += stripes[i].s ? (stripes[i].mask + 1) * sizeof(slot) : 0;
+		m += stripes[i].n * sizeof(slot);
 		ha_plock_unlock(&stripes[i].lock);
 	}
 	*objects = o;
