@@ -43,7 +43,7 @@ static inline int ha_plain_start(const ha_span *s, const void *p)
 
 /* p (a small block) was recorded in place: from now on every free in its
  * span takes the slow path (ha_compat_free_small), which reports it.  The
- * mark stays until the span is emptied and given a class again. */
+ * mark stays until every block of the span is back in it (central.c). */
 static inline void ha_span_mark_recorded(void *p)
 {
 	ha_span *s = ha_pagemap_get(p);
