@@ -119,7 +119,7 @@ void ha_books_sync_slow(ha_tcache *tc)
 	tc->free_check = mode == HA_PROF_OFF ? INT64_MAX : 0;
 }
 
-void ha_alloc_profiling(int mode)
+void ha_alloc_profiling(int mode, int record_all)
 {
 	ha_ensure_init();
 	if (mode != HA_PROF_OFF) {
@@ -129,6 +129,7 @@ void ha_alloc_profiling(int mode)
 		__atomic_store_n(&ha_prof_key, k, __ATOMIC_RELAXED);
 		__atomic_store_n(&ha_hdr_mask, ha_hdr_secret ^ (uint64_t)k << 32, __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&ha_hot.record_all, mode == HA_PROF_ON && record_all, __ATOMIC_RELAXED);
 	__atomic_store_n(&ha_hot.prof_mode, mode, __ATOMIC_RELEASE);
 	/* 0 is the epoch of a thread that has seen no switch */
 	if (__atomic_add_fetch(&ha_hot.epoch, 1, __ATOMIC_RELEASE) == 0)

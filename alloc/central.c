@@ -270,6 +270,7 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
 	s->size = ha_class_size[cls];
 	s->recip = ha_class_recip[cls];
+	s->plain_max = s->nobj;
 }
 
 static ha_span *span_reuse(unsigned cls)
@@ -429,6 +430,9 @@ static void to_span(central *c, void *o, ha_span **dead)
 	if (!s->on_list)
 		list_push(c, s);
 	if (s->nfree == s->carved) {
+		/* no block of it is out, so none is recorded: a mark goes
+		 * (ha_span_mark_recorded; nobody can set it meanwhile) */
+		__atomic_store_n(&s->plain_max, s->nobj, __ATOMIC_RELAXED);
 		uint32_t bytes = ha_class_span_bytes[s->cls];
 		if (c->empty_bytes + bytes <= KEEP_EMPTY_BYTES || (c->partial == s && !s->next)) {
 			c->empty_bytes += bytes;   /* keep it for the next refill */

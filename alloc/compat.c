@@ -14,7 +14,9 @@
  * The program's pointer is never a block start, so free's plain-block check
  * fails and sends it to ha_compat_free_small.  The default mode uses the
  * same header for its sampled small blocks (HA_HDR_CLASS), so that their
- * free finds them without a look-up.  Word 1 is cleared on free,
+ * free finds them without a look-up (unless every allocation is recorded:
+ * those are plain blocks of marked spans, see ha_span_mark_recorded).
+ * Word 1 is cleared on free,
  * so a second free of the same pointer aborts.  Only blocks of the current
  * session count.
  */
@@ -208,7 +210,8 @@ void *ha_compat_alloc(size_t n, size_t align, int zero)
 }
 
 /* The rest of ha_compat_free_small, out of line so that the common case
- * needs no stack frame: anything but an ordinary block of this session. */
+ * needs no stack frame: anything but an ordinary block of this session,
+ * e.g. a plain block of a span marked by ha_span_mark_recorded. */
 static HA_NOINLINE void free_odd(ha_span *s, void *p)
 {
 	char *b;
@@ -221,6 +224,12 @@ static HA_NOINLINE void free_odd(ha_span *s, void *p)
 			ha_books_big(&ha_tc, (int64_t)s->size - c);
 		}
 		forget_small(p, h);
+	} else if (ha_hot.prof_mode != HA_PROF_OFF) {
+		/* a plain block in a marked span: perhaps recorded in place;
+		 * its bytes count toward the next threshold check, as a
+		 * sample's do */
+		ha_prof_on_free(p);
+		c = s->size;
 	}
 	ha_push_checked(s->cls, b);
 	ha_tcache *tc = &ha_tc;      /* the block is in the cache: the check sees it freed */

@@ -18,7 +18,10 @@
  * a profiling switch), big blocks, alignment.  A sampled small block gets
  * a 16-byte header (compat.c) that makes it fail free's block-start check,
  * a big one a flag in its header word, so that a sample's free reaches a
- * slow path with nothing added to the small-block free path.
+ * slow path with nothing added to the small-block free path.  When every
+ * allocation is recorded (sampling interval 1) a small block gets no
+ * header: the span it came from is marked instead (ha_span.plain_max = 0),
+ * which fails the same check for every block of that span.
  * Compatibility mode (compat.c) keeps its countdown at 0: every malloc
  * takes the slow path there, and its blocks' headers make free take
  * ha_compat_free_small.
@@ -141,6 +144,19 @@ static void *sample_small(ha_tcache *tc, size_t n, int zero, size_t charge)
 	return p;
 }
 
+/* A sample when every allocation is recorded: p (of its request's class)
+ * needs no header; the profiler remembers it and its span is marked, so
+ * its free reaches ha_compat_free_small. */
+static void *record_in_place(ha_tcache *tc, void *p, size_t n, int zero, size_t charge)
+{
+	if (zero)
+		memset(p, 0, n);
+	ha_books_publish(tc, 0);
+	if (ha_prof_sampled(p, n, charge))
+		ha_span_mark_recorded(p);
+	return p;
+}
+
 /* Every allocation the fast path does not finish: any size, alignment
  * (0 or a power of two), zeroing.  A small request's countdown charge has
  * not been taken (the fast path gives it back). */
@@ -166,6 +182,8 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero)
 			return NULL;
 		if (HA_UNLIKELY(tc->sample_left - c <= 0) || HA_UNLIKELY(tc->state != 1)) {
 			if (countdown_due(tc, (size_t)c)) {
+				if (ha_hot.record_all)
+					return record_in_place(tc, p, n, zero, (size_t)c);
 				void *q = align <= HA_MIN_ALIGN ? sample_small(tc, n, zero, (size_t)c) :
 					  alloc_sampled(tc, n, align, zero, (size_t)c);
 				if (HA_LIKELY(q != NULL)) {

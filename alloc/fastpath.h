@@ -32,12 +32,23 @@ static inline void ha_push_checked(unsigned cls, void *p)
 		ha_tcache_overflow(l, cls);
 }
 
-/* Is p the start of one of span s's blocks (a plain block)? */
+/* Is p the start of one of span s's blocks (a plain block) that free may
+ * push without a look?  Never in a span marked by ha_span_mark_recorded. */
 static inline int ha_plain_start(const ha_span *s, const void *p)
 {
 	uintptr_t off = (uintptr_t)p - s->base;
 	uint32_t idx = (uint32_t)(((uint64_t)off * s->recip) >> 32);
-	return (uintptr_t)idx * s->size == off && idx < s->nobj;
+	return (uintptr_t)idx * s->size == off && idx < s->plain_max;
+}
+
+/* p (a small block) was recorded in place: from now on every free in its
+ * span takes the slow path (ha_compat_free_small), which reports it.  The
+ * mark stays until every block of the span is back in it (central.c). */
+static inline void ha_span_mark_recorded(void *p)
+{
+	ha_span *s = ha_pagemap_get(p);
+	if (__atomic_load_n(&s->plain_max, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->plain_max, 0, __ATOMIC_RELAXED);
 }
 
 /* *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction

@@ -10,8 +10,9 @@
  * allocation, the allocator calls ha_prof_due with what was left; the
  * profiler says whether this allocation is sampled and returns the next
  * countdown.  A sampled block is then allocated where its free reaches the
- * allocator's slow path (a big block, or a compatibility-mode header) and
- * handed to ha_prof_sampled; its free calls ha_prof_on_free.
+ * allocator's slow path (a big block, a compatibility-mode header, or a
+ * marked span when everything is recorded) and handed to ha_prof_sampled;
+ * its free calls ha_prof_on_free.
  *
  * The profiler calls in only through ha_alloc_profiling (switch), ha_books
  * (totals) and ha_alloc_call_back_next (static-link calibration).  The
@@ -46,8 +47,12 @@ void ha_prof_postfork(int child);
 enum { HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT };
 /* Switch profiling to mode: every thread's next slow path (at most a
  * batch, or HA_COUNTDOWN_OFF bytes, away) calls ha_prof_due afresh; the
- * calling thread's next allocation does. */
-void ha_alloc_profiling(int mode);
+ * calling thread's next allocation does.  record_all (HA_PROF_ON only):
+ * every allocation is sampled, so a small sample needs no header: it is
+ * recorded in place and its span marked, so that every free in that span
+ * takes the slow path and asks the profiler (ha_prof_on_free of a block
+ * that was never recorded finds nothing). */
+void ha_alloc_profiling(int mode, int record_all);
 /* The books since the process started: out[0] bytes allocated, out[1]
  * bytes in use, both in the allocated unit; req[0], req[1] requested bytes
  * allocated and freed while in compatibility mode.  Exact for the calling

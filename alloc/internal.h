@@ -111,6 +111,9 @@ typedef struct ha_span {
 	uint32_t nobj;           /* objects the span holds */
 	uint32_t size;           /* ha_class_size[cls], ha_class_recip[cls]: */
 	uint32_t recip;          /* free finds p's object without the tables */
+	uint32_t plain_max;      /* objects free's fast path accepts: nobj, or 0
+				  * once it may hold a block recorded in place
+				  * (every free in it then goes slow) */
 	uint32_t nfree;          /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
@@ -266,6 +269,8 @@ typedef struct ha_hot {
 	uint32_t prof_key;       /* the profiling session, in compat headers */
 	uint64_t hdr_secret;     /* random, set once: checks compat headers */
 	uint64_t hdr_mask;       /* hdr_secret ^ prof_key << 32 */
+	int record_all;          /* every allocation is recorded: small blocks
+				  * are recorded in place, their span marked */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_key (ha_hot.prof_key)

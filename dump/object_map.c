@@ -1,31 +1,41 @@
 /* dump/object_map.c — sampled objects: address -> (bucket, requested size).
  *
  * Only sampled objects live here (the allocator marks them, so an unsampled
- * free never looks anything up).  NSTRIPES independent open-addressing
+ * free never looks anything up; with every allocation recorded it marks
+ * their spans instead, and a free there that finds nothing was not one).  NSTRIPES independent open-addressing
  * tables, picked by a hash of the address, each with its own mutex, so
  * frees on different threads rarely meet.  Linear probing with
- * backward-shift deletion (no tombstones); a stripe doubles at 1/2 load.
- * Memory from ha_raw_calloc (safe under our locks, never re-enters us).
+ * backward-shift deletion (no tombstones); a stripe grows by half at 3/4 load.
+ * Memory from mmap (safe under our locks, never re-enters us).
  * Never unwinds, never calls the public malloc.
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "dump/prof.h"
 
 #define NSTRIPES 64
-#define MIN_SLOTS 256
+#define MIN_SLOTS 256             /* 4 KiB: one page; sizes stay multiples */
+
+/* A slot is 16 bytes: the address (16-aligned, below 2^48, so 44 bits) and
+ * its bucket's index (ha_table_bucket, < 2^20) packed in one word, 0 for an
+ * empty slot; the requested size in the other.  A stripe grows by half at
+ * 3/4 load (so it is 1/2 full after): 21..32 bytes per object, where
+ * doubling would leave 3/8 (43 bytes).  Any size works: a slot's home is
+ * the hash's top bits scaled to the size (home()). */
+#define ADDR_BITS 44
+#define ADDR_MASK (((uint64_t)1 << ADDR_BITS) - 1)
 
 typedef struct slot {
-	uintptr_t addr;           /* 0 = empty */
-	ha_bucket *b;
+	uint64_t key;             /* addr >> 4 | bucket index << 44; 0 = empty */
 	uint64_t req;
 } slot;
 
 typedef struct stripe {
 	ha_plock lock;
 	slot *s;
-	size_t mask, used;
+	size_t n, used;           /* slots (a multiple of MIN_SLOTS), in use */
 } __attribute__((aligned(64))) stripe;   /* one cache line each */
 
 static stripe stripes[NSTRIPES];
@@ -38,6 +48,37 @@ static inline uint64_t mix(uintptr_t p)
 	x *= 0xff51afd7ed558ccdull;
 	x ^= x >> 33;
 	return x;
+}
+
+/* Where hash h starts probing in a table of n slots (the stripe took the
+ * low bits of h). */
+static inline size_t home(uint64_t h, size_t n)
+{
+	return (size_t)(((unsigned __int128)h * n) >> 64);
+}
+
+static inline size_t next(size_t j, size_t n)
+{
+	return j + 1 == n ? 0 : j + 1;
+}
+
+static inline uintptr_t key_addr(uint64_t k)
+{
+	return (uintptr_t)((k & ADDR_MASK) << 4);
+}
+
+/* Tables come straight from the kernel: zeroed, and given back whole when a
+ * stripe doubles (a freed table must not linger in an allocator's cache). */
+static slot *table_map(size_t n)
+{
+	void *m = mmap(NULL, n * sizeof(slot), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static void table_unmap(slot *t, size_t n)
+{
+	munmap(t, n * sizeof(slot));
 }
 
 int ha_objmap_init(void)
@@ -75,59 +116,68 @@ void ha_objmap_destroy(void)
 {
 	for (int i = 0; i < NSTRIPES; i++) {
 		if (stripes[i].s)
-			ha_raw_free(stripes[i].s);
+			table_unmap(stripes[i].s, stripes[i].n);
 		stripes[i].s = NULL;
-		stripes[i].mask = stripes[i].used = 0;
+		stripes[i].n = stripes[i].used = 0;
 	}
 }
 
 static int grow(stripe *st)
 {
-	size_t n = st->s ? (st->mask + 1) * 2 : MIN_SLOTS;
-	slot *ns = ha_raw_calloc(n, sizeof *ns);
+	size_t n = st->s ? (st->n + st->n / 2 + MIN_SLOTS - 1) & ~(size_t)(MIN_SLOTS - 1)
+			 : MIN_SLOTS;
+	slot *ns = table_map(n);
 	if (!ns)
 		return ENOMEM;
 	if (st->s) {
-		for (size_t i = 0; i <= st->mask; i++) {
-			if (!st->s[i].addr)
+		for (size_t i = 0; i < st->n; i++) {
+			if (!st->s[i].key)
 				continue;
-			size_t j = (mix(st->s[i].addr) >> 6) & (n - 1);
-			while (ns[j].addr)
-				j = (j + 1) & (n - 1);
+			size_t j = home(mix(key_addr(st->s[i].key)), n);
+			while (ns[j].key)
+				j = next(j, n);
 			ns[j] = st->s[i];
 		}
-		ha_raw_free(st->s);
+		table_unmap(st->s, st->n);
 	}
 	st->s = ns;
-	st->mask = n - 1;
+	st->n = n;
 	return 0;
 }
 
-/* Caller holds st->lock; room for one more was made (grow). */
-static void put(stripe *st, uint64_t h, uintptr_t p, ha_bucket *b, size_t req)
+/* Caller holds st->lock; room for one more was made (grow); key_of(p) != 0. */
+static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t req)
 {
-	size_t j = (h >> 6) & st->mask;
-	while (st->s[j].addr && st->s[j].addr != p)
-		j = (j + 1) & st->mask;
-	if (!st->s[j].addr) {
+	size_t j = home(h, st->n);
+	uint64_t a = (uint64_t)p >> 4;
+	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
+		j = next(j, st->n);
+	if (!st->s[j].key) {
 		st->used++;
 	} else {              /* a free we never saw: count it freed now */
-		ha_bucket *ob = st->s[j].b;
+		ha_bucket *ob = ha_table_bucket((uint32_t)(st->s[j].key >> ADDR_BITS));
 		__atomic_fetch_add(&ob->free_bytes, st->s[j].req, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&ob->free_count, 1, __ATOMIC_RELEASE);
 	}
-	st->s[j].addr = p;
-	st->s[j].b = b;
+	st->s[j].key = a | (uint64_t)b->idx << ADDR_BITS;
 	st->s[j].req = req;
+}
+
+/* Can p be kept (16-aligned, below 2^48)?  Every heapalloc block is. */
+static inline int storable(uintptr_t p)
+{
+	return p && !(p & 15) && ((uint64_t)p >> 4) <= ADDR_MASK;
 }
 
 static inline int need_grow(const stripe *st)
 {
-	return !st->s || (st->used + 1) * 2 > st->mask + 1;
+	return !st->s || (st->used + 1) * 4 > st->n * 3;
 }
 
 int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
 {
+	if (HA_UNLIKELY(!storable(p)))
+		return ENOMEM;
 	uint64_t h = mix(p);
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
@@ -142,6 +192,8 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
 
 int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, size_t req)
 {
+	if (HA_UNLIKELY(!storable(p)))
+		return 0;
 	uint64_t h = mix(p);
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
@@ -164,35 +216,38 @@ int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, 
 
 int ha_objmap_remove(uintptr_t p)
 {
+	if (HA_UNLIKELY(!storable(p)))
+		return 0;
 	uint64_t h = mix(p);
+	uint64_t a = (uint64_t)p >> 4;
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
 	if (!st->s) {
 		ha_plock_unlock(&st->lock);
 		return 0;
 	}
-	size_t j = (h >> 6) & st->mask;
-	while (st->s[j].addr && st->s[j].addr != p)
-		j = (j + 1) & st->mask;
-	if (!st->s[j].addr) {
+	size_t j = home(h, st->n);
+	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
+		j = next(j, st->n);
+	if (!st->s[j].key) {
 		ha_plock_unlock(&st->lock);
 		return 0;
 	}
-	ha_bucket *b = st->s[j].b;
+	ha_bucket *b = ha_table_bucket((uint32_t)(st->s[j].key >> ADDR_BITS));
 	uint64_t req = st->s[j].req;
 	/* backward-shift delete: pull later members of the run into the hole */
 	size_t hole = j;
-	for (size_t k = (j + 1) & st->mask; st->s[k].addr; k = (k + 1) & st->mask) {
-		size_t home = (mix(st->s[k].addr) >> 6) & st->mask;
-		/* move k into hole unless home lies cyclically in (hole, k] */
-		int keep = hole <= k ? (home > hole && home <= k)
-				     : (home > hole || home <= k);
+	for (size_t k = next(j, st->n); st->s[k].key; k = next(k, st->n)) {
+		size_t hk = home(mix(key_addr(st->s[k].key)), st->n);
+		/* move k into hole unless its home lies cyclically in (hole, k] */
+		int keep = hole <= k ? (hk > hole && hk <= k)
+				     : (hk > hole || hk <= k);
 		if (!keep) {
 			st->s[hole] = st->s[k];
 			hole = k;
 		}
 	}
-	st->s[hole].addr = 0;
+	st->s[hole].key = 0;
 	st->used--;
 	/* the bucket cannot go away while we hold a stripe lock (stop takes
 	 * them all before freeing the table) */
@@ -208,7 +263,7 @@ void ha_objmap_stats(uint64_t *objects, uint64_t *memory)
 	for (int i = 0; i < NSTRIPES; i++) {
 		ha_plock_lock(&stripes[i].lock);
 		o += stripes[i].used;
-		m += stripes[i].s ? (stripes[i].mask + 1) * sizeof(slot) : 0;
+		m += stripes[i].n * sizeof(slot);
 		ha_plock_unlock(&stripes[i].lock);
 	}
 	*objects = o;

@@ -193,8 +193,9 @@ typedef struct ha_bucket {
 	uint64_t hash;
 	uint64_t alloc_count, alloc_bytes;  /* atomic adds */
 	uint64_t free_count, free_bytes;
-	uint32_t skey;            /* size key: objects on a line share it */
-	uint32_t depth;
+	uint16_t skey;            /* size key: objects on a line share it */
+	uint16_t depth;
+	uint32_t idx;             /* ha_table_bucket(idx) is this bucket */
 	uintptr_t pcs[];
 } ha_bucket;
 
@@ -222,6 +223,9 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
  * NULL when it does not exist yet (or the table is gone).  Counts nothing.
  * The caller holds an object-map stripe lock or the table lock. */
 ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req);
+/* The bucket numbered idx (ha_bucket.idx), which exists.  The caller holds
+ * an object-map stripe lock or the table lock. */
+ha_bucket *ha_table_bucket(uint32_t idx);
 /* Snapshot every bucket into raw memory; *n lines.  NULL on ENOMEM. */
 ha_line *ha_table_snapshot(size_t *n);
 uint32_t ha_table_size_key(size_t req);

@@ -817,7 +817,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	P.share = alloc_room(zero);
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);
-	ha_alloc_profiling(P.compat ? HA_PROF_COMPAT : HA_PROF_ON);
+	ha_alloc_profiling(P.compat ? HA_PROF_COMPAT : HA_PROF_ON, P.r <= 1);
 	ha_log("Starting tracking the heap\n");
 	ha_unlock(&ha_prof_dump_lock);
 	if (ha_stack_calibrate()) {   /* static links only; no lock held */
@@ -839,7 +839,7 @@ void ha_prof_stop(void)
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
-		ha_alloc_profiling(HA_PROF_OFF);
+		ha_alloc_profiling(HA_PROF_OFF, 0);
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
 		ha_table_lock();
 		ha_objmap_lock_all();

@@ -6,11 +6,13 @@
  * line with the line's average object size, so one line must not mix 16-byte
  * and 1-MiB objects (spec §4).  Several lines may share a stack.
  *
- * Memory: a fixed array of chain heads (512 KiB mapped from the kernel:
+ * Memory (ha_table_stats counts what is resident): a fixed array of chain heads (512 KiB mapped from the kernel:
  * zero pages, resident only where stacks hash, so a profiled process —
  * and each of its children — neither clears nor keeps the whole array)
  * and buckets carved from 64 KiB raw chunks (ha_raw_malloc: never sampled,
- * never re-enters the profiler);
+ * never re-enters the profiler); an index of buckets by number (8 MiB
+ * mapped, 8 bytes resident per bucket), so that the object map keeps a
+ * 20-bit number instead of a pointer;
  * bounded by MAX_BUCKETS, past which samples are counted as drops.
  * Locking: table_lock serialises every change (new buckets, the chunk list,
  * init/destroy) and snapshots.  Lookups of existing buckets take no table
@@ -24,6 +26,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "dump/prof.h"
@@ -41,6 +44,7 @@ typedef struct chunk {
 
 static ha_plock table_lock = HA_PLOCK_INIT;
 static ha_bucket **heads;
+static ha_bucket **byidx;       /* MAX_BUCKETS entries, filled in order */
 static chunk *chunks;
 static uint64_t nbuckets, chunk_bytes, drops;
 
@@ -65,8 +69,15 @@ int ha_table_init(void)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return ENOMEM;
+	void *x = mmap(NULL, MAX_BUCKETS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (x == MAP_FAILED) {
+		munmap(m, NHEADS * sizeof(ha_bucket *));
+		return ENOMEM;
+	}
 	ha_bucket **h = m;
 	ha_plock_lock(&table_lock);
+	byidx = x;
 	__atomic_store_n(&heads, h, __ATOMIC_RELEASE);
 	chunks = NULL;
 	nbuckets = chunk_bytes = drops = 0;
@@ -84,6 +95,9 @@ void ha_table_destroy(void)
 	chunks = NULL;
 	if (heads)
 		munmap(heads, NHEADS * sizeof *heads);
+	if (byidx)
+		munmap(byidx, MAX_BUCKETS * sizeof *byidx);
+	byidx = NULL;
 	__atomic_store_n(&heads, NULL, __ATOMIC_RELEASE);
 	nbuckets = chunk_bytes = 0;
 }
@@ -169,8 +183,10 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 		}
 		memset(b, 0, sizeof *b);
 		b->hash = h;
-		b->skey = skey;
-		b->depth = (uint32_t)depth;
+		b->skey = (uint16_t)skey;
+		b->depth = (uint16_t)depth;
+		b->idx = (uint32_t)nbuckets;
+		byidx[nbuckets] = b;   /* before the release store below */
 		memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
 		b->next = *slot;
 		/* publish: lock-free finders see a complete bucket */
@@ -185,6 +201,11 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req)
 {
 	return ha_table_record_hashed(ha_table_hash(pcs, depth, req), pcs, depth, req);
+}
+
+ha_bucket *ha_table_bucket(uint32_t idx)
+{
+	return byidx[idx];
 }
 
 /* The caller holds the table lock (the bucket stays put meanwhile). */
@@ -219,11 +240,27 @@ ha_line *ha_table_snapshot(size_t *n)
 	return lines;
 }
 
+/* Resident bytes of the chain heads: only pages a stack hashed to were
+ * ever written (the whole array if the kernel cannot say). */
+static uint64_t heads_resident(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), bytes = NHEADS * sizeof *heads;
+	unsigned char v[NHEADS * sizeof(ha_bucket *) / 4096];
+	if (pg < 4096 || mincore(heads, bytes, v) != 0)
+		return bytes;
+	uint64_t n = 0;
+	for (size_t i = 0; i < (bytes + pg - 1) / pg; i++)
+		n += v[i] & 1;
+	return n * pg;
+}
+
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
 {
 	ha_plock_lock(&table_lock);
 	*buckets = nbuckets;
-	*memory = chunk_bytes + (heads ? NHEADS * sizeof *heads : 0);
+	/* the index: the pages its buckets' entries have touched */
+	uint64_t idx_bytes = (nbuckets * sizeof(ha_bucket *) + 4095) & ~(uint64_t)4095;
+	*memory = chunk_bytes + (heads ? heads_resident() : 0) + idx_bytes;
 	*drops_out = drops;
 	ha_plock_unlock(&table_lock);
 }
