@@ -328,7 +328,7 @@ def draw(prefix, rows, peak, path, width):
             label=f"peak in use: {fmt_bytes(inuse[pi])} (dump {rows[pi].seq})")
     if peak and peak[0] > 0:
         ax.axhline(peak[0] / div, color="tab:red", ls=":", lw=1.2,
-                   label=f"peak.heap in use: {fmt_bytes(peak[0])}")
+                   label=f"{os.path.basename(prefix)}.peak.heap in use: {fmt_bytes(peak[0])}")
 
     ax.set_title(f"heapalloc timeline: {prefix}")
     ax.set_xlabel("time since the first dump (s)")
