@@ -370,7 +370,10 @@ def parse_args(argv):
 
 
 def main(argv):
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except SystemExit as e:   # --help, or a usage error argparse has printed
+        return e.code if isinstance(e.code, int) else 2
     prefix = args.prefix
     if args.output and os.path.splitext(args.output)[1].lower() not in (".svg", ".png"):
         print(f"{PROG}: {args.output}: the chart is .svg or .png", file=sys.stderr)
@@ -388,8 +391,11 @@ def main(argv):
               f"{prefix}.NNNN.heap", file=sys.stderr)
         return 1
     peak = peak_heap(prefix, rows)
-    print_table(prefix, source, rows, peak, sys.stdout)
-    sys.stdout.flush()
+    try:
+        print_table(prefix, source, rows, peak, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:   # `| head`: the reader has what it wanted; the chart still counts
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.output:
         if not have_matplotlib():
             print(f"{PROG}: drawing needs matplotlib (Debian: python3-matplotlib)",
