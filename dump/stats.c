@@ -68,11 +68,10 @@ static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *ar
 			break;
 		have += (size_t)r;
 		size_t s = 0;
-		for (size_t i = 0; i < have; i++)
-			if (buf[i] == '\n') {
-				fn(buf + s, i - s, arg);
-				s = i + 1;
-			}
+		for (const char *nl; (nl = memchr(buf + s, '\n', have - s)) != NULL;) {
+			fn(buf + s, (size_t)(nl - (buf + s)), arg);
+			s = (size_t)(nl - buf) + 1;
+		}
 		if (s == 0 && have == sizeof buf)   /* a line longer than buf: drop it */
 			s = have;
 		memmove(buf, buf + s, have - s);
@@ -139,6 +138,11 @@ static void smaps_line(const char *l, size_t n, void *arg)
 {
 	proc_mem *m = arg;
 	char path[PATH_CAP];
+	if (n && l[0] >= 'A' && l[0] <= 'Z') {   /* a field line: only Rss matters */
+		if (m->have_cur && l[0] == 'R' && starts(l, n, "Rss:"))
+			m->cur.rss += kb_field(l, n);
+		return;
+	}
 	if (header_path(l, n, path)) {
 		if (m->have_cur && strcmp(m->cur.path, path) == 0)
 			return;                      /* the next piece of the same file */
@@ -147,8 +151,6 @@ static void smaps_line(const char *l, size_t n, void *arg)
 		memset(&m->cur, 0, sizeof m->cur);
 		memcpy(m->cur.path, path, sizeof path);
 		m->have_cur = 1;
-	} else if (m->have_cur && starts(l, n, "Rss:")) {
-		m->cur.rss += kb_field(l, n);
 	}
 }
 
