@@ -38,11 +38,13 @@ eq "status 0: files named" "$(files "$tmp/r0.err")" \
 	"./heapalloc.prof_work.0001.heap ./heapalloc.prof_work.0001.stats ./heapalloc.prof_work.log "
 grep -qx 'heapalloc: 3 files written:' "$tmp/r0.err" || fail "status 0: no count line: $(cat "$tmp/r0.err")"
 
-# exit status 3, -o
+# exit status 3, -o; another process's file of an earlier run is not named
 mkdir "$tmp/r3"
+echo stale >"$tmp/r3/p_1.0001.heap"
 "$H" run -o "$tmp/r3/p" -- "$W" status 3 2>"$tmp/r3.err"
 eq "status 3" $? 3
 eq "status 3: files named" "$(files "$tmp/r3.err")" "$tmp/r3/p.0001.heap $tmp/r3/p.0001.stats $tmp/r3/p.log "
+eq "status 3: files" "$(ls "$tmp/r3" | tr '\n' ' ')" "p.0001.heap p.0001.stats p.log p_1.0001.heap "
 
 # death by SIGTERM: 128 + 15; no exit dump, the log is there
 mkdir "$tmp/rs"
