@@ -71,9 +71,10 @@ eq "env: files" "$(ls "$tmp/e" | tr '\n' ' ')" "p.0001.heap p.0001.pb.gz p.0001.
 shape "$tmp/e/p.0001.heap"
 grep -q "^heapalloc: pid [0-9]*: kill -$(kill -l USR2 2>/dev/null || echo 12) [0-9]* dumps a profile$" "$tmp/e.err" ||
 	fail "env: no pid line: $(cat "$tmp/e.err")"
-# a shell's status passes through untouched
-"$H" run -o "$tmp/e/sh" -- sh -c 'exit 5' 2>/dev/null
+# a shell's status passes through untouched, and so do its file descriptors
+"$H" run -o "$tmp/e/sh" -- sh -c 'echo fd3 >&3; exit 5' 2>/dev/null 3>"$tmp/fd3"
 eq "sh: status" $? 5
+eq "sh: fd 3" "$(cat "$tmp/fd3")" fd3
 
 # bad values: one line, exit 2, nothing run
 "$H" run --sample 12x -- "$W" status 0 >"$tmp/b.out" 2>&1
