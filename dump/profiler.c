@@ -597,6 +597,7 @@ static int dump_locked(const char *reason)
 		P.written++;
 	uint64_t t[2];
 	ha_prof_totals(t);
+	ha_peak_check(inuse_of(t));   /* a dump may see a high the checks have not */
 	if (ha_prof_opt.stats && !err) {
 		char sp[PREFIX_MAX + 64];
 		stats_name(sp, path);

@@ -24,6 +24,10 @@
  *                   it all, exit 0
  *   fill MS         take memory until malloc fails (1 MiB, then 4 KiB
  *                   blocks), hold it MS ms, free it all, exit 0
+ *   status N        allocate, then exit(N)
+ *   raise SIG       allocate, then die of signal SIG (default action)
+ *   leak K N SIZE   K times: dump, then one "request" that leaks N blocks of
+ *                   SIZE at leak_site and N of 100 bytes at small_leak
  * Exit 0 pass, 1 failure, 99 hard error.
  */
 #include <dlfcn.h>
@@ -225,6 +229,39 @@ static int mode_fill(long ms)
 	msleep(ms);
 	while (k > 0)
 		free(keep[--k]);
+	return 0;
+}
+
+/* ---- leak (heapalloc_cmd.sh: heapalloc growth) ------------------------ */
+static int leaked = 100000;
+
+__attribute__((noinline)) void leak_site(int n, size_t size)
+{
+	for (int i = 0; i < n; i++)
+		keep[leaked++] = malloc(size);
+}
+
+__attribute__((noinline)) void small_leak(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[leaked++] = malloc(100);
+}
+
+__attribute__((noinline)) void handle_request(int n, size_t size)
+{
+	leak_site(n, size);
+	small_leak(n);
+	sink = malloc(5000);            /* scratch, freed: no growth */
+	free(sink);
+}
+
+static int mode_leak(int k, int n, size_t size)
+{
+	REQUIRE(k * 2L * n <= 100000);
+	for (int r = 0; r < k; r++) {
+		CHECK_EQ(heapalloc_profile_dump("leak"), 0);
+		handle_request(n, size);
+	}
 	return 0;
 }
 
@@ -432,6 +469,16 @@ int main(int argc, char **argv)
 		mode_fill(atol(argv[2]));
 	else if (!strcmp(m, "dlopen") && argc >= 3)
 		mode_dlopen(argv[2]);
+	else if (!strcmp(m, "status") && argc >= 3) {
+		site_keep(10);
+		exit(ck_failures ? 1 : atoi(argv[2]));
+	} else if (!strcmp(m, "raise") && argc >= 3) {
+		site_keep(10);
+		signal(atoi(argv[2]), SIG_DFL);
+		raise(atoi(argv[2]));
+		HARD_ERROR("still alive after raise");
+	} else if (!strcmp(m, "leak") && argc >= 5)
+		mode_leak(atoi(argv[2]), atoi(argv[3]), (size_t)atol(argv[4]));
 	else
 		HARD_ERROR("unknown mode");
 	return CHECK_DONE();
