@@ -66,6 +66,8 @@ static const opt_row rows[] = {
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
 	{ "HEAP_PROFILE_PEAK_INTERVAL", OPT_SIZE, 16777216, &ha_prof_opt.peak_interval, NULL, NULL,
 	  "PREFIX.peak.heap: the profile at the in-use high, copied in steps of N bytes; 0 off" },
+	{ "HEAP_PROFILE_MMAP", OPT_BOOL, 0, &ha_prof_opt.mmap, NULL, NULL,
+	  "also profile the program's mmap, mmap64, mremap and munmap calls (counted in the totals)" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

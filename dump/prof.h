@@ -10,6 +10,7 @@
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
+ *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -19,6 +20,7 @@
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
  *   -> table lock (stack_table.c; short: a new bucket, or a snapshot copy)
+ *   -> mapping lock (mmap_hook.c; short: a mapping made or unmapped)
  *   -> object-map stripe locks (ascending; short)
  *      A sample of a known stack takes only its object's stripe lock and
  *      finds the bucket without the table lock (ha_objmap_record); a new
@@ -121,6 +123,7 @@ typedef struct ha_prof_options {
 	int64_t exact_totals;     /* HEAP_PROFILE_EXACT_TOTALS */
 	int64_t format;           /* HEAP_PROFILE_FORMAT: HA_FORMAT_* bits */
 	int64_t peak_interval;    /* HEAP_PROFILE_PEAK_INTERVAL, 0 = no peak profile */
+	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -173,7 +176,7 @@ int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start);
 /* Static links: learn heapalloc's functions by probing every entry point
  * once (call right after profiling turns on, no lock held).  1 if it ran
  * (its allocations then count in the allocator's totals). */
-int ha_stack_calibrate(void);
+int ha_stack_calibrate(int maps);   /* maps: the mmap family too */
 int ha_stack_calibrating(void);
 void ha_stack_calibrate_frame(void);
 
@@ -283,6 +286,13 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 uint64_t ha_peak_inuse(void);
 /* Forget the snapshot (the table is going away; caller holds the table lock). */
 void ha_peak_drop(void);
+
+/* ---- mmap_hook.c ----------------------------------------------------------
+ * (ha_prof_mmap_counts, ha_prof_mapped, ha_prof_unmapped: alloc/hooks.h) */
+void ha_mmaps_reset(void);        /* a new session: no mapping recorded */
+void ha_mmaps_lock(void);         /* fork */
+void ha_mmaps_unlock(void);
+void ha_mmaps_postfork_child(void);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.

@@ -220,7 +220,7 @@ void ha_stack_calibrate_frame(void)
 	}
 }
 
-__attribute__((noinline)) static void probe(void)
+__attribute__((noinline)) static void probe(int maps)
 {
 	void *volatile p;
 	void *q = NULL;
@@ -256,10 +256,17 @@ __attribute__((noinline)) static void probe(void)
 		p = _Znam(32);
 		_ZdaPv(p);
 	}
+	if (maps) {       /* the mmap family's paths (alloc/mmap.c) */
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			void *g = mremap(m, 4096, 8192, MREMAP_MAYMOVE);
+			munmap(g != MAP_FAILED ? g : m, g != MAP_FAILED ? 8192 : 4096);
+		}
+	}
 	__asm__ volatile("" ::: "memory");
 }
 
-int ha_stack_calibrate(void)
+int ha_stack_calibrate(int maps)
 {
 	if (!static_mode || calibrated)
 		return 0;
@@ -271,7 +278,7 @@ int ha_stack_calibrate(void)
 	probe_hi = hi;
 	calibrating = 1;
 	ha_alloc_call_back_next();    /* every probe allocation calls us */
-	probe();
+	probe(maps);
 	calibrating = 0;
 	return 1;
 }

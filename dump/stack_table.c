@@ -61,7 +61,7 @@ void ha_table_postfork_child(void)
 
 int ha_table_init(void)
 {
-	void *m = mmap(NULL, NHEADS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
+	void *m = ha_sys_mmap(NULL, NHEADS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return ENOMEM;
@@ -83,7 +83,7 @@ void ha_table_destroy(void)
 	}
 	chunks = NULL;
 	if (heads)
-		munmap(heads, NHEADS * sizeof *heads);
+		ha_sys_munmap(heads, NHEADS * sizeof *heads);
 	__atomic_store_n(&heads, NULL, __ATOMIC_RELEASE);
 	nbuckets = chunk_bytes = 0;
 }
