@@ -1,0 +1,57 @@
+#!/bin/sh
+# HEAP_PROFILE_MMAP=t at R=1: every program mapping is recorded with its
+# stack and exact bytes (kept, unmapped, grown by mremap, mmap64, a tail
+# unmapped, which frees nothing), none of the loader's (dlopen), and the exit
+# dump's in-use total counts the mappings; off (the default) no site shows.
+# The mmap family fails exactly as glibc's own does, off and on.
+PROF_WORK="$top_builddir/tests/prof_mmap"
+. "$top_srcdir/tests/prof_lib.sh"
+
+"$W" errors || fail "prof_mmap errors (profiling off) exited $?"
+HEAPPROFILE="$tmp/e" HEAP_PROFILE_MMAP=t HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" errors 2>"$tmp/e.err" ||
+	fail "prof_mmap errors (HEAP_PROFILE_MMAP=t) exited $?: $(cat "$tmp/e.err")"
+
+need_go
+HEAPPROFILE="$tmp/on" HEAP_PROFILE_MMAP=t HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" sites 2>"$tmp/on.err" ||
+	fail "prof_mmap sites (on) exited $?: $(cat "$tmp/on.err")"
+f="$tmp/on.0001.heap"
+[ -f "$f" ] || { cat "$tmp/on.err"; fail "no $f"; finish; }
+shape "$f"
+# 8 + 6 + 1 MiB of mappings stay: the books count them in use
+grep -q "^Dumping heap profile to $f (Exiting, 15 MB in use)$" "$tmp/on.err" ||
+	fail "exit dump line: $(cat "$tmp/on.err")"
+# site           inuse_objects inuse_space alloc_objects alloc_space
+while read -r site io ib ao ab; do
+	eq "$site inuse_objects" "$(flat inuse_objects "$f" "$site")" "$io"
+	eq "$site inuse_space" "$(flat inuse_space "$f" "$site")" "$ib"
+	eq "$site alloc_objects" "$(flat alloc_objects "$f" "$site")" "$ao"
+	eq "$site alloc_space" "$(flat alloc_space "$f" "$site")" "$ab"
+done <<'END'
+site_map_keep 1 8388608 1 8388608
+site_map_free 0 0 1 4194304
+site_map_grow 0 0 1 2097152
+site_remap_grow 1 6291456 1 6291456
+site_map64 0 0 1 1048576
+site_map_part 1 1048576 1 1048576
+END
+# the loader maps libm through its own mmap: dlopen keeps only what it mallocs
+d=$(flat inuse_space "$f" site_dlopen)
+[ "$d" -lt 65536 ] || fail "site_dlopen holds $d bytes: the loader's mappings were counted"
+# no heapalloc frame in any stack
+"$GO" tool pprof -traces "$W" "$f" 2>/dev/null | grep -E 'ha_|mapped_slow|note_mapped|mremap_slow|munmap_slow' | head -3 |
+	while read -r l; do echo "FAIL: heapalloc frame in a stack: $l"; done | grep -q . && fail "heapalloc frames in stacks"
+
+# off (the default): the same program, no mapping anywhere
+HEAPPROFILE="$tmp/off" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" sites 2>"$tmp/off.err" ||
+	fail "prof_mmap sites (off) exited $?: $(cat "$tmp/off.err")"
+g="$tmp/off.0001.heap"
+[ -f "$g" ] || { cat "$tmp/off.err"; fail "no $g"; finish; }
+for site in site_map_keep site_map_free site_map_grow site_remap_grow site_map64 site_map_part; do
+	eq "off: $site alloc_space" "$(flat alloc_space "$g" "$site")" 0
+done
+grep -Eq "^Dumping heap profile to $g \(Exiting, [0-9]+ (kB|bytes) in use\)$" "$tmp/off.err" ||
+	fail "off: exit dump counts mappings: $(cat "$tmp/off.err")"
+HEAPPROFILE="$tmp/f" HEAP_PROFILE_MMAP=f HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" sites 2>"$tmp/f.err" ||
+	fail "prof_mmap sites (HEAP_PROFILE_MMAP=f) exited $?"
+eq "HEAP_PROFILE_MMAP=f: site_map_keep" "$(flat alloc_space "$tmp/f.0001.heap" site_map_keep)" 0
+finish
