@@ -68,6 +68,7 @@ static int stack_ready;
 static int static_mode;           /* heapalloc linked into the program */
 static int calibrated;
 static HA_TLS int calibrating;
+static HA_TLS int in_frame;       /* inside ha_stack_calibrate_frame */
 static uintptr_t probe_lo, probe_hi;
 
 static int stack_unwind(void **buf, int size);
@@ -202,15 +203,20 @@ extern void *_Znam(size_t) __attribute__((weak));
 extern void _ZdlPv(void *) __attribute__((weak));
 extern void _ZdaPv(void *) __attribute__((weak));
 
+/* Not inside the frame walk: what libunwind allocates or maps there (its
+ * first use maps its cache under a pthread_once) is not probed, which
+ * would walk again from inside that once and wait for it forever. */
 int ha_stack_calibrating(void)
 {
-	return calibrating;
+	return calibrating && !in_frame;
 }
 
 void ha_stack_calibrate_frame(void)
 {
 	void *raw[64];
+	in_frame = 1;
 	int n = unw_backtrace(raw, 64);
+	in_frame = 0;
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
 		if (pc >= probe_lo && pc < probe_hi)

@@ -5,7 +5,7 @@
  *   sites    8 MiB kept, 4 MiB unmapped, 2 MiB grown by mremap to 6 MiB,
  *            1 MiB by mmap64 unmapped, 1 MiB whose tail half is unmapped,
  *            and a dlopen of a library not loaded yet (the loader's
- *            mappings are not the program's)
+ *            mappings are not the program's; `sites nodl`: no dlopen)
  *   errors   every call fails (or succeeds) as glibc's own does, with the
  *            same errno; a success leaves errno alone
  * Exit 0 pass, 1 failure, 77 skip, 99 hard error.
@@ -80,7 +80,7 @@ __attribute__((noinline)) void *site_dlopen(const char *lib)
 	return dlopen(lib, RTLD_NOW);
 }
 
-static int mode_sites(void)
+static int mode_sites(int dl)
 {
 	sink = site_map_keep();
 	site_map_free();
@@ -88,10 +88,10 @@ static int mode_sites(void)
 	site_map64();
 	sink = site_map_part();
 	sink = NULL;
-	for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !sink; i++)
+	for (size_t i = 0; dl && i < sizeof libs / sizeof libs[0] && !sink; i++)
 		if (!dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD))
 			sink = site_dlopen(libs[i]);
-	if (!sink)
+	if (dl && !sink)
 		HARD_ERROR("no library to dlopen");
 	return CHECK_DONE();
 }
@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 99;
 	if (!strcmp(argv[1], "sites"))
-		return mode_sites();
+		return mode_sites(argc < 3 || strcmp(argv[2], "nodl") != 0);
 	if (!strcmp(argv[1], "errors"))
 		return mode_errors(argv[0]);
 	return 99;

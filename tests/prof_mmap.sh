@@ -54,4 +54,18 @@ grep -Eq "^Dumping heap profile to $g \(Exiting, [0-9]+ (kB|bytes) in use\)$" "$
 HEAPPROFILE="$tmp/f" HEAP_PROFILE_MMAP=f HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" sites 2>"$tmp/f.err" ||
 	fail "prof_mmap sites (HEAP_PROFILE_MMAP=f) exited $?"
 eq "HEAP_PROFILE_MMAP=f: site_map_keep" "$(flat alloc_space "$tmp/f.0001.heap" site_map_keep)" 0
+
+# linked statically: heapalloc's frames are learnt by calibration, the
+# mmap family's included, so the sites still get their own bytes
+S="$top_builddir/tests/prof_mmap_static"
+HEAPPROFILE="$tmp/st" HEAP_PROFILE_MMAP=t HEAP_PROFILE_SAMPLE_INTERVAL=1 "$S" sites nodl 2>"$tmp/st.err" ||
+	fail "prof_mmap_static sites exited $?: $(cat "$tmp/st.err")"
+h="$tmp/st.0001.heap"
+W=$S
+eq "static: site_map_keep inuse_space" "$(flat inuse_space "$h" site_map_keep)" 8388608
+eq "static: site_map_free alloc_space" "$(flat alloc_space "$h" site_map_free)" 4194304
+eq "static: site_map_free inuse_space" "$(flat inuse_space "$h" site_map_free)" 0
+eq "static: site_remap_grow inuse_space" "$(flat inuse_space "$h" site_remap_grow)" 6291456
+"$GO" tool pprof -traces "$S" "$h" 2>/dev/null | grep -E 'ha_|mapped_slow|note_mapped|mremap_slow|mmap$|mremap$' | head -3 |
+	while read -r l; do echo "FAIL: static: heapalloc frame in a stack: $l"; done | grep -q . && fail "static: heapalloc frames in stacks"
 finish
