@@ -4,6 +4,7 @@
  * Modes (argv[1]):
  *   sites    8 MiB kept, 4 MiB unmapped, 2 MiB grown by mremap to 6 MiB,
  *            1 MiB by mmap64 unmapped, 1 MiB whose tail half is unmapped,
+ *            2 MiB whose first half is mapped over (MAP_FIXED),
  *            and a dlopen of a library not loaded yet (the loader's
  *            mappings are not the program's; `sites nodl`: no dlopen)
  *   errors   every call fails (or succeeds) as glibc's own does, with the
@@ -72,6 +73,19 @@ __attribute__((noinline)) void *site_map_part(void)
 	return p;
 }
 
+__attribute__((noinline)) void *site_map_under(void)
+{
+	return anon(2 * MiB);
+}
+
+/* MAP_FIXED over the first half: the mapping under it is freed whole */
+__attribute__((noinline)) void *site_map_over(void *p)
+{
+	void *q = mmap(p, MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(q == p);
+	return q;
+}
+
 /* A library nothing here links: the loader maps it (ld.so's own mmap). */
 static const char *const libs[] = { "libexpat.so.1", "libzstd.so.1", "libbz2.so.1", "libffi.so.8" };
 
@@ -87,6 +101,7 @@ static int mode_sites(int dl)
 	sink = site_remap_grow(site_map_grow());
 	site_map64();
 	sink = site_map_part();
+	sink = site_map_over(site_map_under());
 	sink = NULL;
 	for (size_t i = 0; dl && i < sizeof libs / sizeof libs[0] && !sink; i++)
 		if (!dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD))
