@@ -9,6 +9,10 @@
  *   - raw memory for internals (the profiler's tables).
  *
  * Blocks of 1 MiB and more without alignment are not mimalloc's: see huge.c.
+ *
+ * mimalloc maps through the libc symbol mmap, which is heapalloc's
+ * (alloc/mmap.c): every call into it runs inside own()/unown() so that its
+ * mappings are never counted as the program's.
  */
 #include "alloc/internal.h"
 #include <mimalloc.h>
@@ -27,6 +31,16 @@ typedef struct lhdr {
 static ha_counter large_blocks_c, large_bytes_c; /* atomics, own lines */
 #define large_blocks (large_blocks_c.v)
 #define large_bytes (large_bytes_c.v)
+
+static inline void own(void)
+{
+	ha_mmap_own++;
+}
+
+static inline void unown(void)
+{
+	ha_mmap_own--;
+}
 
 static inline lhdr *hdr_of(const void *p)
 {
@@ -49,20 +63,27 @@ void ha_arena_init(void)
  * arena code is not ready (mi_malloc is, and initialises mimalloc). */
 static void reserve_arena(void)
 {
+	own();
 	mi_free(mi_malloc(1));
 	mi_reserve_os_memory(HA_ARENA_RESERVE, false, false);
+	unown();
 }
 
 void *ha_arena_span_alloc(size_t bytes)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, reserve_arena);
-	return mi_malloc_aligned(bytes, HA_PAGE_SIZE);
+	own();
+	void *p = mi_malloc_aligned(bytes, HA_PAGE_SIZE);
+	unown();
+	return p;
 }
 
 void ha_arena_span_free(void *p)
 {
+	own();
 	mi_free(p);
+	unown();
 }
 
 void *ha_arena_large_alloc(size_t n, size_t align, int zero)
@@ -74,6 +95,7 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 	size_t need = n + HA_LARGE_HDR;
 	void *base = NULL;
 	uintptr_t user;
+	own();
 	if (align <= HA_MIN_ALIGN) {
 		base = zero ? mi_zalloc(need) : mi_malloc(need);
 		user = base ? (uintptr_t)base + HA_LARGE_HDR : 0;
@@ -94,6 +116,7 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 			base = NULL;
 		}
 	}
+	unown();
 	if (!base) {
 		errno = ENOMEM;
 		return NULL;
@@ -132,12 +155,16 @@ void ha_arena_large_free(void *p)
 	h->magic = 0;   /* a second free of p now fails the magic check */
 	__atomic_fetch_sub(&large_blocks, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&large_bytes, sz, __ATOMIC_RELAXED);
+	own();
 	mi_free(base);
+	unown();
 }
 
 void ha_arena_trim(void)
 {
+	own();
 	mi_collect(true);
+	unown();
 }
 
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes)
@@ -148,17 +175,25 @@ void ha_arena_stats(uint64_t *blocks, uint64_t *bytes)
 
 void *ha_raw_malloc(size_t n)
 {
-	return mi_malloc(n);
+	own();
+	void *p = mi_malloc(n);
+	unown();
+	return p;
 }
 
 void *ha_raw_calloc(size_t n, size_t m)
 {
-	return mi_calloc(n, m);
+	own();
+	void *p = mi_calloc(n, m);
+	unown();
+	return p;
 }
 
 void ha_raw_free(void *p)
 {
+	own();
 	mi_free(p);
+	unown();
 }
 
 /* Bytes mimalloc has committed from the system, by its own count. */

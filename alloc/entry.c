@@ -214,6 +214,48 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero)
 	return p;
 }
 
+/* A program mapping of n bytes (mmap.c): allocated and in use as a big
+ * block would be, charged to the same countdown (compatibility mode: its
+ * requested-bytes countdown). */
+int ha_charge_mapping(size_t n)
+{
+	ha_ensure_init();
+	ha_tcache *tc = &ha_tc;
+	if (HA_UNLIKELY(tc->state == 0))
+		ha_tcache_attach();
+	ha_books_sync(tc);
+	int sample = 0;
+	ha_books_big(tc, (int64_t)n);
+	if (tc->compat) {
+		ha_books_alloc(tc, (int64_t)n);
+		ha_books_req(tc, 0, n);
+		int64_t left = tc->compat_left - (int64_t)n;
+		if (left < 0 || (n == 0 && tc->compat_left == 0))
+			sample = ha_prof_due(tc->compat_left, n, &left);
+		tc->compat_left = left;
+	} else if (tc->sample_left - (int64_t)n <= 0 || tc->state != 1) {
+		sample = countdown_due(tc, n);
+	} else {
+		tc->sample_left -= (int64_t)n;
+	}
+	ha_books_publish(tc, 0);
+	return sample;
+}
+
+/* A counted program mapping of n bytes is gone: freed, as a big block. */
+void ha_credit_mapping(size_t n)
+{
+	ha_tcache *tc = &ha_tc;
+	ha_books_big(tc, -(int64_t)n);
+	if (tc->state != 1)
+		return;
+	if (tc->compat)
+		ha_books_req(tc, 1, n);
+	if (ha_hot.prof_mode != HA_PROF_OFF)
+		ha_books_freed(tc, (int64_t)n);
+	ha_books_publish(tc, 0);
+}
+
 /* malloc(n <= 32 KiB) whose countdown ran out (or a thread's first call):
  * the fast path charged c and gives it back here. */
 static HA_NOINLINE void *malloc_due(size_t n, int64_t c)

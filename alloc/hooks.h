@@ -14,8 +14,9 @@
  * marked span when everything is recorded) and handed to ha_prof_sampled;
  * its free calls ha_prof_on_free.
  *
- * The profiler calls in only through ha_alloc_profiling (switch), ha_books
- * (totals) and ha_alloc_call_back_next (static-link calibration).  The
+ * The profiler calls in only through ha_alloc_profiling and
+ * ha_alloc_mmap_profiling (switches), ha_books (totals) and
+ * ha_alloc_call_back_next (static-link calibration).  The
  * profiler must not call the public malloc while it holds one of its own
  * locks: it uses ha_raw_malloc/ha_raw_free.
  */
@@ -39,6 +40,17 @@ void ha_prof_on_free(void *p);
 /* This thread's freed-bytes budget ran out: check the dump thresholds;
  * returns the next budget (INT64_MAX: none). */
 int64_t ha_prof_check(void);
+/* Mapping profiling (HEAP_PROFILE_MMAP), from alloc/mmap.c's slow path:
+ * 1 when this thread's mmap calls count now (profiling runs with the
+ * option on, and this thread is not inside the profiler). */
+int ha_prof_mmap_counts(void);
+/* [p, p+len) unmapped or mapped over: forget every record starting inside
+ * it (a sampled one is freed in the profile); returns their bytes, which
+ * the allocator then counts freed. */
+uint64_t ha_prof_unmapped(void *p, size_t len);
+/* Remember the counted mapping [p, p+len) (sampled: ha_prof_sampled
+ * recorded it), after ha_prof_unmapped cleared its range. */
+void ha_prof_mapped(void *p, size_t len, int sampled);
 /* fork: take / release every profiler lock. */
 void ha_prof_prefork(void);
 void ha_prof_postfork(int child);
@@ -59,6 +71,9 @@ void ha_alloc_profiling(int mode, int record_all);
  * thread and for threads that have exited, as of their last slow path
  * (within a batch) for the others. */
 void ha_books(uint64_t out[2], uint64_t req[2]);
+/* The program's mmap family goes to ha_prof_mmap_counts (on) or is a bare
+ * system call (off). */
+void ha_alloc_mmap_profiling(int on);
 /* The calling thread's next allocation calls ha_prof_due. */
 void ha_alloc_call_back_next(void);
 

@@ -239,7 +239,7 @@ static int region_add(size_t n)
 	len = (len + REGION_ROUND - 1) & ~(REGION_ROUND - 1);
 	if (len > REGION_MAX)
 		len = REGION_MAX;
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	void *m = ha_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return 0;
@@ -267,7 +267,7 @@ static int region_add(size_t n)
 	}
 	if (!R || !R->busy) {
 		ha_unlock(&huge_lock);
-		munmap(m, len);
+		ha_sys_munmap(m, len);
 		return 0;
 	}
 	R->base = (uintptr_t)m;
@@ -329,7 +329,7 @@ static size_t release(int all)
 			region_bytes -= len;
 			R->pages = 0;
 			ha_unlock(&huge_lock);
-			munmap(base, len);
+			ha_sys_munmap(base, len);
 			continue;
 		}
 		/* the last free dirty page, and free pages before it */
@@ -422,7 +422,7 @@ void *ha_huge_alloc(size_t n, int zero)
 	void *base = len <= REGION_BLOCK_MAX ? region_alloc(len, zero) : NULL;
 	if (base)
 		return finish(base, len, HUGE_MAGIC_R);
-	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	base = ha_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED) {
 		errno = ENOMEM;
 		return NULL;
@@ -458,7 +458,7 @@ void ha_huge_free(void *p)
 	__atomic_fetch_sub(&huge_blocks, 1, __ATOMIC_RELAXED);
 	size_t now = __atomic_sub_fetch(&huge_bytes, len, __ATOMIC_RELAXED);
 	if (magic != HUGE_MAGIC_R) {
-		munmap((void *)base, len);
+		ha_sys_munmap((void *)base, len);
 		return;
 	}
 	ha_lock(&huge_lock);
@@ -479,16 +479,15 @@ void ha_huge_free(void *p)
 static void *move_out(void *p, size_t old, size_t len)
 {
 	uintptr_t base = (uintptr_t)p - HA_LARGE_HDR;
-	/* the raw call: glibc's wrapper (2.36) passes a stray new_address
-	 * unless MREMAP_FIXED is set, and the kernel then fails with EINVAL */
-	void *m = (void *)syscall(SYS_mremap, base, old, old, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0);
+	/* new_address NULL: without MREMAP_FIXED the kernel takes it as a hint */
+	void *m = ha_sys_mremap((void *)base, old, old, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
 	if (m == MAP_FAILED && errno == EINVAL) {
 		/* a kernel before 5.7: move, then map the hole again unless
 		 * someone else's mapping took it (then it stays busy, lost) */
-		void *g = mremap((void *)base, old, len, MREMAP_MAYMOVE);
+		void *g = ha_sys_mremap((void *)base, old, len, MREMAP_MAYMOVE, NULL);
 		if (g == MAP_FAILED)
 			return NULL;
-		void *back = mmap((void *)base, old, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		void *back = ha_sys_mmap((void *)base, old, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 				  MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 		if (back == (void *)base) {
 			ha_lock(&huge_lock);
@@ -496,7 +495,7 @@ static void *move_out(void *p, size_t old, size_t len)
 			give_pages(R, (base - R->base) / PG, old / PG, 0);
 			ha_unlock(&huge_lock);
 		} else if (back != MAP_FAILED) {
-			munmap(back, old);
+			ha_sys_munmap(back, old);
 		}
 		hhdr_of((char *)g + HA_LARGE_HDR)->magic = HUGE_MAGIC;
 		hhdr_of((char *)g + HA_LARGE_HDR)->pages = (uint32_t)(len / PG);
@@ -504,10 +503,10 @@ static void *move_out(void *p, size_t old, size_t len)
 	}
 	if (m == MAP_FAILED)
 		return NULL;
-	void *g = mremap(m, old, len, MREMAP_MAYMOVE);
+	void *g = ha_sys_mremap(m, old, len, MREMAP_MAYMOVE, NULL);
 	if (g == MAP_FAILED) {
 		/* put the pages back over the (empty) range they left */
-		if (mremap(m, old, old, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)base) == MAP_FAILED)
+		if (ha_sys_mremap(m, old, old, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)base) == MAP_FAILED)
 			ha_fatal("huge realloc: cannot move pages back", p);
 		return NULL;
 	}
@@ -554,7 +553,7 @@ void *ha_huge_realloc(void *p, size_t n)
 		if (over)
 			release(0);
 	} else {
-		void *m = mremap((void *)base, old, len, MREMAP_MAYMOVE);
+		void *m = ha_sys_mremap((void *)base, old, len, MREMAP_MAYMOVE, NULL);
 		if (m != MAP_FAILED) {
 			q = (char *)m + HA_LARGE_HDR;
 			hhdr_of(q)->pages = (uint32_t)(len / PG);

@@ -12,6 +12,9 @@
  *               meta.c           never-freed bookkeeping memory (mmap)
  *   entry       entry.c          malloc family, its two fast paths, glibc
  *               operators.cc     aliases (only files defining libc / C++ names)
+ *               mmap.c           mmap, mmap64, munmap, mremap: raw system
+ *                                calls; the program's own are counted when
+ *                                HEAP_PROFILE_MMAP profiles them
  *               fastpath.h       the inline pieces entry.c and compat.c share
  *               stats.c          mallinfo, malloc_stats, malloc_trim, mallopt
  *   profiling   books.c          the books (allocated, in use) and the switch
@@ -38,6 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "alloc/hooks.h"   /* the profiler interface, both ways */
 
@@ -271,6 +277,7 @@ typedef struct ha_hot {
 	uint64_t hdr_mask;       /* hdr_secret ^ prof_key << 32 */
 	int record_all;          /* every allocation is recorded: small blocks
 				  * are recorded in place, their span marked */
+	int mmap_prof;           /* the program's mmap calls are profiled (mmap.c) */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_key (ha_hot.prof_key)
@@ -358,6 +365,27 @@ int ha_snprintf(char *buf, size_t cap, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 __attribute__((noreturn)) void ha_fatal(const char *what, const void *p);
 
+/* ---- mmap.c ------------------------------------------------------------- *
+ * heapalloc's own mappings never go through the exported mmap family (the
+ * profiler would count them as the program's): these are the raw system
+ * calls, errno set on failure as glibc's wrappers do. */
+static inline void *ha_sys_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+}
+static inline int ha_sys_munmap(void *a, size_t len)
+{
+	return (int)syscall(SYS_munmap, a, len);
+}
+static inline void *ha_sys_mremap(void *a, size_t old, size_t len, int flags, void *to)
+{
+	return (void *)syscall(SYS_mremap, a, old, len, flags, to);
+}
+/* Non-zero while this thread is inside mimalloc (arena.c): mimalloc maps
+ * through the libc symbol, which is ours, and its mappings are not the
+ * program's. */
+extern HA_TLS int ha_mmap_own;
+
 /* ---- entry.c ------------------------------------------------------------ */
 struct heapalloc_stats;
 /* Fill the allocator's fields of the public statistics (the profiler's
@@ -369,6 +397,11 @@ void *ha_alloc_aligned(size_t align, size_t n);
 void ha_free(void *p);
 size_t ha_usable_size(const void *p);
 void *ha_realloc(void *p, size_t n);
+/* Charge n bytes allocated outside the malloc family (a program mapping)
+ * to this thread's countdown and books as a big block: 1 when it is to be
+ * sampled (then hand it to ha_prof_sampled). */
+int ha_charge_mapping(size_t n);
+void ha_credit_mapping(size_t n);     /* ... and its end: freed */
 /* Out of memory: give back every cached mapping and empty span (huge cache,
  * span pool, mimalloc's free pages), so one retry can succeed. */
 void ha_release_cached(void) HA_COLD;

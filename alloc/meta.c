@@ -19,7 +19,7 @@ void *ha_meta_alloc(size_t bytes)
 	ha_lock(&meta_lock);
 	if ((size_t)(meta_end - meta_cur) < bytes) {
 		size_t want = bytes > META_CHUNK ? (bytes + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
-		void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *m = ha_sys_mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED) {
 			ha_unlock(&meta_lock);
 			return NULL;

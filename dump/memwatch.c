@@ -207,7 +207,7 @@ int ha_memwatch_start(void)
 					 (uint64_t)ha_prof_opt.oom_fraction / 1000000);
 	}
 	if (W.limit && !W.reserve) {
-		void *m = mmap(NULL, RESERVE_BYTES, PROT_READ | PROT_WRITE,
+		void *m = ha_sys_mmap(NULL, RESERVE_BYTES, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		W.reserve = m == MAP_FAILED ? NULL : m;
 	}
@@ -236,7 +236,7 @@ static void oom_check(uint64_t as, uint64_t rss)
 		    (unsigned long long)(W.limit >> 20));
 	ha_prof_dump_reserved(reason, W.reserve, RESERVE_BYTES);
 	if (W.reserve) {
-		munmap(W.reserve, RESERVE_BYTES);   /* once: give it back */
+		ha_sys_munmap(W.reserve, RESERVE_BYTES);   /* once: give it back */
 		W.reserve = NULL;
 	}
 }

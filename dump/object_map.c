@@ -71,14 +71,14 @@ static inline uintptr_t key_addr(uint64_t k)
  * stripe doubles (a freed table must not linger in an allocator's cache). */
 static slot *table_map(size_t n)
 {
-	void *m = mmap(NULL, n * sizeof(slot), PROT_READ | PROT_WRITE,
+	void *m = ha_sys_mmap(NULL, n * sizeof(slot), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return m == MAP_FAILED ? NULL : m;
 }
 
 static void table_unmap(slot *t, size_t n)
 {
-	munmap(t, n * sizeof(slot));
+	ha_sys_munmap(t, n * sizeof(slot));
 }
 
 int ha_objmap_init(void)

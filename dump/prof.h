@@ -12,6 +12,7 @@
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
+ *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
  *   helper.c       the helper thread: time and signal dumps
  *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
@@ -22,6 +23,7 @@
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
  *   -> table lock (stack_table.c; short: a new bucket, or a snapshot copy)
+ *   -> mapping lock (mmap_hook.c; short: a mapping made or unmapped)
  *   -> object-map stripe locks (ascending; short)
  *      A sample of a known stack takes only its object's stripe lock and
  *      finds the bucket without the table lock (ha_objmap_record); a new
@@ -129,6 +131,7 @@ typedef struct ha_prof_options {
 	int64_t min_seconds;      /* HEAP_PROFILE_MIN_SECONDS: threshold dump spacing */
 	int64_t rss_interval;     /* HEAP_PROFILE_RSS_INTERVAL, bytes, 0 off */
 	int64_t oom_fraction;     /* HEAP_PROFILE_OOM_FRACTION, parts per million */
+	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -183,7 +186,7 @@ int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start);
 /* Static links: learn heapalloc's functions by probing every entry point
  * once (call right after profiling turns on, no lock held).  1 if it ran
  * (its allocations then count in the allocator's totals). */
-int ha_stack_calibrate(void);
+int ha_stack_calibrate(int maps);   /* maps: the mmap family too */
 int ha_stack_calibrating(void);
 void ha_stack_calibrate_frame(void);
 
@@ -319,6 +322,13 @@ void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const 
 void *ha_dump_mem(size_t n);
 void ha_dump_mem_free(void *p);
 void ha_dump_mem_reserve(void *base, size_t cap);
+
+/* ---- mmap_hook.c ----------------------------------------------------------
+ * (ha_prof_mmap_counts, ha_prof_mapped, ha_prof_unmapped: alloc/hooks.h) */
+void ha_mmaps_reset(void);        /* a new session: no mapping recorded */
+void ha_mmaps_lock(void);         /* fork */
+void ha_mmaps_unlock(void);
+void ha_mmaps_postfork_child(void);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.

@@ -808,6 +808,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	P.last_alloc = P.last_free = P.high_water = 0;
 	P.samples = 0;
 	ha_peak_reset(ha_prof_opt.peak_interval);
+	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &P.last_time);
 	if (from_env && ha_prof_opt.cleanup)
 		cleanup_old();
@@ -819,9 +820,10 @@ int ha_prof_start(const char *prefix, int from_env)
 	__atomic_fetch_add(&P.gen, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&P.running, 1, __ATOMIC_RELEASE);
 	ha_alloc_profiling(P.compat ? HA_PROF_COMPAT : HA_PROF_ON, P.r <= 1);
+	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0);
 	ha_log("Starting tracking the heap\n");
 	ha_unlock(&ha_prof_dump_lock);
-	if (ha_stack_calibrate()) {   /* static links only; no lock held */
+	if (ha_stack_calibrate(ha_prof_opt.mmap != 0)) {   /* static links only; no lock held */
 		ha_lock(&ha_prof_dump_lock);
 		ha_books(P.base, P.base_req);   /* the probe's blocks do not count */
 		ha_unlock(&ha_prof_dump_lock);
@@ -840,6 +842,7 @@ void ha_prof_stop(void)
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
+		ha_alloc_mmap_profiling(0);
 		ha_alloc_profiling(HA_PROF_OFF, 0);
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
 		ha_table_lock();
@@ -866,6 +869,7 @@ void ha_prof_prefork(void)
 		sched_yield();
 	ha_lock(&ha_prof_dump_lock);
 	ha_table_lock();
+	ha_mmaps_lock();
 	ha_objmap_lock_all();
 }
 
@@ -874,6 +878,7 @@ void ha_prof_postfork(int child)
 	if (child) {
 		pthread_mutex_init(&ha_prof_dump_lock, NULL);
 		ha_table_postfork_child();
+		ha_mmaps_postfork_child();
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
 		P.folded = 0;     /* the parent's crossings are the parent's to report */
@@ -882,6 +887,7 @@ void ha_prof_postfork(int child)
 		 * now too); P.cur_pid != getpid() renames it at its first dump */
 	} else {
 		ha_objmap_unlock_all();
+		ha_mmaps_unlock();
 		ha_table_unlock();
 		ha_unlock(&ha_prof_dump_lock);
 	}

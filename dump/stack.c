@@ -68,6 +68,7 @@ static int stack_ready;
 static int static_mode;           /* heapalloc linked into the program */
 static int calibrated;
 static HA_TLS int calibrating;
+static HA_TLS int in_frame;       /* inside ha_stack_calibrate_frame */
 static uintptr_t probe_lo, probe_hi;
 
 static int stack_unwind(void **buf, int size);
@@ -202,15 +203,20 @@ extern void *_Znam(size_t) __attribute__((weak));
 extern void _ZdlPv(void *) __attribute__((weak));
 extern void _ZdaPv(void *) __attribute__((weak));
 
+/* Not inside the frame walk: what libunwind allocates or maps there (its
+ * first use maps its cache under a pthread_once) is not probed, which
+ * would walk again from inside that once and wait for it forever. */
 int ha_stack_calibrating(void)
 {
-	return calibrating;
+	return calibrating && !in_frame;
 }
 
 void ha_stack_calibrate_frame(void)
 {
 	void *raw[64];
+	in_frame = 1;
 	int n = unw_backtrace(raw, 64);
+	in_frame = 0;
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
 		if (pc >= probe_lo && pc < probe_hi)
@@ -220,7 +226,7 @@ void ha_stack_calibrate_frame(void)
 	}
 }
 
-__attribute__((noinline)) static void probe(void)
+__attribute__((noinline)) static void probe(int maps)
 {
 	void *volatile p;
 	void *q = NULL;
@@ -256,10 +262,17 @@ __attribute__((noinline)) static void probe(void)
 		p = _Znam(32);
 		_ZdaPv(p);
 	}
+	if (maps) {       /* the mmap family's paths (alloc/mmap.c) */
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			void *g = mremap(m, 4096, 8192, MREMAP_MAYMOVE);
+			munmap(g != MAP_FAILED ? g : m, g != MAP_FAILED ? 8192 : 4096);
+		}
+	}
 	__asm__ volatile("" ::: "memory");
 }
 
-int ha_stack_calibrate(void)
+int ha_stack_calibrate(int maps)
 {
 	if (!static_mode || calibrated)
 		return 0;
@@ -271,7 +284,7 @@ int ha_stack_calibrate(void)
 	probe_hi = hi;
 	calibrating = 1;
 	ha_alloc_call_back_next();    /* every probe allocation calls us */
-	probe();
+	probe(maps);
 	calibrating = 0;
 	return 1;
 }

@@ -65,14 +65,14 @@ void ha_table_postfork_child(void)
 
 int ha_table_init(void)
 {
-	void *m = mmap(NULL, NHEADS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
+	void *m = ha_sys_mmap(NULL, NHEADS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return ENOMEM;
-	void *x = mmap(NULL, MAX_BUCKETS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
+	void *x = ha_sys_mmap(NULL, MAX_BUCKETS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (x == MAP_FAILED) {
-		munmap(m, NHEADS * sizeof(ha_bucket *));
+		ha_sys_munmap(m, NHEADS * sizeof(ha_bucket *));
 		return ENOMEM;
 	}
 	ha_bucket **h = m;
@@ -94,9 +94,9 @@ void ha_table_destroy(void)
 	}
 	chunks = NULL;
 	if (heads)
-		munmap(heads, NHEADS * sizeof *heads);
+		ha_sys_munmap(heads, NHEADS * sizeof *heads);
 	if (byidx)
-		munmap(byidx, MAX_BUCKETS * sizeof *byidx);
+		ha_sys_munmap(byidx, MAX_BUCKETS * sizeof *byidx);
 	byidx = NULL;
 	__atomic_store_n(&heads, NULL, __ATOMIC_RELEASE);
 	nbuckets = chunk_bytes = 0;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # alloc_symbols.sh — libheapalloc.so exports the malloc API, the C++
-# operators, glibc's __libc_* aliases, heapalloc_* and the gperftools
+# operators, the mmap family, glibc's __libc_* aliases, heapalloc_* and the gperftools
 # heap-profiler API, and nothing else (everything internal is hidden, and no
 # mimalloc/xxhash/libunwind symbol leaks out).  Every required name must be
 # there too.  Env: HA_LIB (from Makefile.am's AM_TESTS_ENVIRONMENT).
@@ -18,6 +18,8 @@ _ZnamSt11align_val_t _ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt
 _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t
 _ZdlPvSt11align_val_t _ZdaPvSt11align_val_t _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t
 _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t'
+# the mmap family (alloc/mmap.c): HEAP_PROFILE_MMAP profiles the program's mappings
+maps='mmap mmap64 munmap mremap'
 aliases='__libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign'
 prof='HeapProfilerStart HeapProfilerStop HeapProfilerDump IsHeapProfilerRunning GetHeapProfile'
 # every function the public header declares HEAPALLOC_API is required too
@@ -29,7 +31,7 @@ public=$(sed -n 's/^HEAPALLOC_API[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' "$
 status=0
 # 1. nothing unexpected
 for s in $syms; do
-	case " $(echo $api $ops $prof $public) " in *" $s "*) continue ;; esac
+	case " $(echo $api $ops $maps $prof $public) " in *" $s "*) continue ;; esac
 	case $s in
 	__libc_malloc|__libc_free|__libc_calloc|__libc_realloc|__libc_memalign) continue ;;
 	__libc_valloc|__libc_pvalloc|__libc_mallinfo|__libc_mallinfo2|__libc_mallopt) continue ;;
@@ -41,7 +43,7 @@ for s in $syms; do
 	status=1
 done
 # 2. everything required
-for s in $(echo $api $ops $aliases $prof $public | tr " " "\n" | sort -u); do
+for s in $(echo $api $ops $maps $aliases $prof $public | tr " " "\n" | sort -u); do
 	echo "$syms" | grep -qx -- "$s" || { echo "FAIL: required symbol not exported: $s"; status=1; }
 done
 [ $status = 0 ] && echo "ok: $(echo "$syms" | wc -l) exported symbols, all expected"
