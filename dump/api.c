@@ -36,6 +36,9 @@ HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
 	out->prof_buckets = buckets;
 	out->prof_memory = tmem + omem;
 	out->prof_dumps = ha_prof_dumps();
+	if (ha_prof_running())
+		ha_peak_see(t[0] - t[1]);
+	out->prof_peak_inuse = ha_peak_high();
 }
 
 HA_EXPORT int heapalloc_profile_start(const char *prefix)

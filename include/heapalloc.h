@@ -40,6 +40,12 @@ typedef struct heapalloc_stats {
 	uint64_t prof_buckets;     /* stack-table buckets in use */
 	uint64_t prof_memory;      /* bytes the profiler itself holds */
 	uint64_t prof_dumps;       /* profiles written */
+	/* the highest in-use total (prof_alloc_bytes - prof_free_bytes) seen
+	 * since profiling started: read at every dump, every threshold check and
+	 * every heapalloc_get_stats, so it may trail a peak that came and went
+	 * between two of those by less than HEAP_PROFILE_PEAK_INTERVAL (exact
+	 * with HEAP_PROFILE_PEAK_INTERVAL=1) */
+	uint64_t prof_peak_inuse;
 } heapalloc_stats;
 
 /* Largest request served from size-class spans; larger ones are "large". */
