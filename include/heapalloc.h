@@ -51,7 +51,15 @@ typedef struct heapalloc_stats {
 /* Largest request served from size-class spans; larger ones are "large". */
 #define HEAPALLOC_SMALL_MAX 32768
 
+/* The struct only grows at its end, and the caller owns it: a program
+ * built against a shorter one must not be written past its end.  So
+ * heapalloc_get_stats fills the fields up to prof_dumps (the struct as
+ * first published) and heapalloc_get_stats_size fills the first size bytes;
+ * the macro has every program built against this header call the latter
+ * with its own struct's size. */
 HEAPALLOC_API void heapalloc_get_stats(heapalloc_stats *out);
+HEAPALLOC_API void heapalloc_get_stats_size(heapalloc_stats *out, size_t size);
+#define heapalloc_get_stats(out) heapalloc_get_stats_size((out), sizeof *(out))
 /* The version string, e.g. "0.1.0". */
 HEAPALLOC_API const char *heapalloc_version(void);
 

@@ -73,6 +73,16 @@ int main(void)
 	CHECK_GE(st.prof_peak_inuse, 90000000);
 	CHECK_GE(st.prof_peak_inuse, st.prof_alloc_bytes - st.prof_free_bytes);
 	uint64_t peak = st.prof_peak_inuse;
+	/* a program built against the first, shorter struct calls the function,
+	 * not the macro: nothing past prof_dumps may be written */
+	heapalloc_stats old;
+	memset(&old, 0xa5, sizeof old);
+	(heapalloc_get_stats)(&old);
+	CHECK_EQ(old.prof_dumps, 1);
+	CHECK_EQ(old.prof_peak_inuse, 0xa5a5a5a5a5a5a5a5ull);
+	memset(&old, 0xa5, sizeof old);
+	heapalloc_get_stats_size(&old, sizeof(uint64_t));
+	CHECK_EQ(old.small_spans, 0xa5a5a5a5a5a5a5a5ull);
 
 	for (int i = 0; i < 900; i++)
 		free(api_keep[i]);
