@@ -6,6 +6,7 @@
  * is built in raw memory with no profiler lock held afterwards, then copied.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ HA_EXPORT const char *heapalloc_version(void)
 	return PACKAGE_VERSION;
 }
 
-HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
+static void fill_stats(heapalloc_stats *out)
 {
 	memset(out, 0, sizeof *out);
 	ha_alloc_stats(out);           /* the allocator's half (alloc/entry.c) */
@@ -36,6 +37,22 @@ HA_EXPORT void heapalloc_get_stats(heapalloc_stats *out)
 	out->prof_buckets = buckets;
 	out->prof_memory = tmem + omem;
 	out->prof_dumps = ha_prof_dumps();
+	if (ha_prof_running())
+		ha_peak_see(t[0] - t[1]);
+	out->prof_peak_inuse = ha_peak_high();
+}
+
+HA_EXPORT void heapalloc_get_stats_size(heapalloc_stats *out, size_t size)
+{
+	heapalloc_stats st;
+	fill_stats(&st);
+	memcpy(out, &st, size < sizeof st ? size : sizeof st);
+}
+
+/* the first published struct ended at prof_dumps */
+HA_EXPORT void (heapalloc_get_stats)(heapalloc_stats *out)
+{
+	heapalloc_get_stats_size(out, offsetof(heapalloc_stats, prof_peak_inuse));
 }
 
 HA_EXPORT int heapalloc_profile_start(const char *prefix)

@@ -8,7 +8,8 @@
  * thresholds are (never on the fast path); written as PREFIX.peak.heap
  * with the dumps, only when it changed since the last write.  The buckets
  * it points to live until the table is destroyed, which drops it first.
- * Everything here runs under ha_prof_dump_lock.
+ * Everything here runs under ha_prof_dump_lock, but the in-use high
+ * (ha_peak_see), which the lock-free threshold checks raise too.
  */
 #include "dump/prof.h"
 
@@ -18,6 +19,7 @@ static struct {
 	ha_line *lines;           /* raw memory */
 	size_t n;
 	uint64_t version, written;
+	uint64_t high;            /* highest in use seen (atomic); kept past a stop */
 } K;
 
 void ha_peak_reset(int64_t interval)
@@ -26,6 +28,21 @@ void ha_peak_reset(int64_t interval)
 	K.interval = interval > 0 ? interval : 0;
 	K.mark = 0;
 	K.version = K.written = 0;
+	__atomic_store_n(&K.high, 0, __ATOMIC_RELAXED);
+}
+
+void ha_peak_see(uint64_t inuse)
+{
+	uint64_t h = __atomic_load_n(&K.high, __ATOMIC_RELAXED);
+	while (inuse > h &&
+	       !__atomic_compare_exchange_n(&K.high, &h, inuse, 1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+uint64_t ha_peak_high(void)
+{
+	return __atomic_load_n(&K.high, __ATOMIC_RELAXED);
 }
 
 /* Allocation bytes after which the copy is due (thresholds' convention:
@@ -40,6 +57,7 @@ int64_t ha_peak_room(uint64_t inuse)
 
 void ha_peak_check(uint64_t inuse)
 {
+	ha_peak_see(inuse);
 	if (!K.interval || inuse < K.mark + (uint64_t)K.interval)
 		return;
 	size_t n = 0;

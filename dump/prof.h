@@ -298,6 +298,10 @@ void ha_peak_check(uint64_t inuse);
 int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *written);
 /* In use at the snapshot (0: none yet). */
 uint64_t ha_peak_inuse(void);
+/* Raise the in-use high to inuse (any thread, no lock needed). */
+void ha_peak_see(uint64_t inuse);
+/* The highest in use seen since the session started (prof_peak_inuse). */
+uint64_t ha_peak_high(void);
 /* Forget the snapshot (the table is going away; caller holds the table lock). */
 void ha_peak_drop(void);
 /* Bytes the snapshot holds. */

@@ -207,6 +207,8 @@ static void check_thresholds(void)
 {
 	uint64_t t[2];
 	ha_prof_totals(t);
+	if (P.running)
+		ha_peak_see(inuse_of(t));
 	if (alloc_room(t) > 0 && free_room(t) > 0 && P.running) {
 		ts.tbudget = per_thread(alloc_room(t));
 		ts.fbudget = per_thread(free_room(t));
@@ -597,6 +599,7 @@ static int dump_locked(const char *reason)
 		P.written++;
 	uint64_t t[2];
 	ha_prof_totals(t);
+	ha_peak_see(inuse_of(t));
 	ha_peak_check(inuse_of(t));   /* a dump may see a high the checks have not */
 	if (ha_prof_opt.stats && !err) {
 		char sp[PREFIX_MAX + 64];

@@ -40,12 +40,26 @@ typedef struct heapalloc_stats {
 	uint64_t prof_buckets;     /* stack-table buckets in use */
 	uint64_t prof_memory;      /* bytes the profiler itself holds */
 	uint64_t prof_dumps;       /* profiles written */
+	/* the highest in-use total (prof_alloc_bytes - prof_free_bytes) seen
+	 * since profiling started: read at every dump, every threshold check and
+	 * every heapalloc_get_stats, so it may trail a peak that came and went
+	 * between two of those by less than HEAP_PROFILE_PEAK_INTERVAL (exact
+	 * with HEAP_PROFILE_PEAK_INTERVAL=1) */
+	uint64_t prof_peak_inuse;
 } heapalloc_stats;
 
 /* Largest request served from size-class spans; larger ones are "large". */
 #define HEAPALLOC_SMALL_MAX 32768
 
+/* The struct only grows at its end, and the caller owns it: a program
+ * built against a shorter one must not be written past its end.  So
+ * heapalloc_get_stats fills the fields up to prof_dumps (the struct as
+ * first published) and heapalloc_get_stats_size fills the first size bytes;
+ * the macro has every program built against this header call the latter
+ * with its own struct's size. */
 HEAPALLOC_API void heapalloc_get_stats(heapalloc_stats *out);
+HEAPALLOC_API void heapalloc_get_stats_size(heapalloc_stats *out, size_t size);
+#define heapalloc_get_stats(out) heapalloc_get_stats_size((out), sizeof *(out))
 /* The version string, e.g. "0.1.0". */
 HEAPALLOC_API const char *heapalloc_version(void);
 

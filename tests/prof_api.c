@@ -1,8 +1,8 @@
 /* tests/prof_api.c — the profiler API without HEAPPROFILE: gperftools'
  * HeapProfilerStart/Dump/Stop, IsHeapProfilerRunning, GetHeapProfile;
- * heapalloc_profile_*, heapalloc_get_stats, heapalloc_version; dump
- * numbering carries on across Stop/Start; nothing is written at exit once
- * stopped.
+ * heapalloc_profile_*, heapalloc_get_stats (its in-use high too),
+ * heapalloc_version; dump numbering carries on across Stop/Start; nothing
+ * is written at exit once stopped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -70,11 +70,26 @@ int main(void)
 	CHECK_GE(st.prof_memory, 1);
 	CHECK_EQ(st.prof_dumps, 1);
 	CHECK_GE(st.thread_caches, 1);
+	CHECK_GE(st.prof_peak_inuse, 90000000);
+	CHECK_GE(st.prof_peak_inuse, st.prof_alloc_bytes - st.prof_free_bytes);
+	uint64_t peak = st.prof_peak_inuse;
+	/* a program built against the first, shorter struct calls the function,
+	 * not the macro: nothing past prof_dumps may be written */
+	heapalloc_stats old;
+	memset(&old, 0xa5, sizeof old);
+	(heapalloc_get_stats)(&old);
+	CHECK_EQ(old.prof_dumps, 1);
+	CHECK_EQ(old.prof_peak_inuse, 0xa5a5a5a5a5a5a5a5ull);
+	memset(&old, 0xa5, sizeof old);
+	heapalloc_get_stats_size(&old, sizeof(uint64_t));
+	CHECK_EQ(old.small_spans, 0xa5a5a5a5a5a5a5a5ull);
 
 	for (int i = 0; i < 900; i++)
 		free(api_keep[i]);
 	heapalloc_get_stats(&st);
 	CHECK_GE(st.prof_free_bytes, 90000000);
+	CHECK_EQ(st.prof_peak_inuse, peak);         /* the high stays when the heap shrinks */
+	CHECK(st.prof_alloc_bytes - st.prof_free_bytes < 90000000);
 
 	HeapProfilerStop();
 	CHECK_EQ(IsHeapProfilerRunning(), 0);
@@ -83,6 +98,9 @@ int main(void)
 	CHECK_EQ(heapalloc_profile_start(prefix), 0);
 	CHECK_EQ(heapalloc_profile_running(), 1);
 	api_site(10);
+	heapalloc_get_stats(&st);
+	CHECK_GE(st.prof_peak_inuse, 1000000);      /* a new session, a new high */
+	CHECK_LE(st.prof_peak_inuse, 20000000);
 	CHECK_EQ(heapalloc_profile_dump("second"), 0);
 	CHECK(exists(dir, "api.0002.heap"));   /* the count carries on */
 	heapalloc_profile_stop();

@@ -1,0 +1,46 @@
+#!/bin/sh
+# The Rust crate (tools/rust/heapalloc, std only) used by a program
+# (tests/rust_crate) built with `cargo build --offline`, both ways its
+# build.rs links: the shared library (HEAPALLOC_LIB_DIR, rpath from the
+# program's build.rs) and HEAPALLOC_STATIC=1 (the whole archive).  Run under
+# HEAPPROFILE, the program checks its 8 MiB Vec in stats(), dump("x")'s
+# file, the peak of a 12 MiB Vec already dropped, start/stop/running; here:
+# what it links, its exit status and the files it leaves.
+. "$top_srcdir/tests/prof_lib.sh"
+[ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
+[ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }
+libs="$top_builddir/.libs"
+[ -f "$libs/libheapalloc.so" ] && [ -f "$libs/libheapalloc.a" ] || { echo "missing $libs"; exit 99; }
+# the path dependency ../../tools/rust/heapalloc, as in the source tree
+mkdir -p "$tmp/src/tests" "$tmp/src/tools/rust" || exit 99
+cp -R "$top_srcdir/tests/rust_crate" "$tmp/src/tests/" &&
+	cp -R "$top_srcdir/tools/rust/heapalloc" "$tmp/src/tools/rust/" &&
+	chmod -R u+w "$tmp/src" || exit 99
+
+for mode in shared static; do
+	target="$top_builddir/tests/rust_crate.$mode.target"
+	st=; [ $mode = static ] && st=1
+	HEAPALLOC_LIB_DIR="$libs" HEAPALLOC_STATIC="$st" CARGO_TARGET_DIR="$target" \
+		"$CARGO" build --offline -q --manifest-path "$tmp/src/tests/rust_crate/Cargo.toml" \
+		2>"$tmp/cargo.err" || {
+		cat "$tmp/cargo.err"
+		grep -q 'heapalloc' "$tmp/cargo.err" && { fail "$mode: cargo build"; continue; }
+		echo "SKIP: cargo cannot build a std-only program here"; exit 77
+	}
+	bin="$target/debug/rust_crate"
+	needed=$(readelf -dW "$bin" | grep -c 'NEEDED.*\[libheapalloc\.so\.0\]')
+	eq "$mode: libheapalloc.so.0 needed" "$needed" "$([ $mode = shared ] && echo 1 || echo 0)"
+	# static: heapalloc's malloc is the program's own, found first by libc
+	defined=$(nm "$bin" 2>/dev/null | grep -c ' T malloc$')
+	eq "$mode: malloc defined in the program" "$defined" "$([ $mode = static ] && echo 1 || echo 0)"
+	mkdir "$tmp/$mode"
+	HEAPPROFILE="$tmp/$mode/p" HEAP_PROFILE_PEAK_INTERVAL=1 HEAP_PROFILE_STATS=0 \
+		"$bin" >"$tmp/out" 2>"$tmp/err" || fail "$mode: exit status $?: $(cat "$tmp/out" "$tmp/err")"
+	eq "$mode: output" "$(cat "$tmp/out")" "in_use +8388608 dumps 1"
+	grep -q "^Dumping heap profile to $tmp/$mode/p.0001.heap (x)\$" "$tmp/err" ||
+		fail "$mode: stderr: $(cat "$tmp/err")"
+	eq "$mode: files" "$(ls "$tmp/$mode" | tr '\n' ' ')" \
+		"p.0001.heap p.log p.peak.heap p_again.0002.heap p_again.log "
+	[ -f "$tmp/$mode/p.0001.heap" ] && shape "$tmp/$mode/p.0001.heap"
+done
+finish
