@@ -1,9 +1,9 @@
 /* dump/stats.c — PREFIX.NNNN.stats beside each dump: the heap against the
  * process's resident memory, so "200 MiB in the profile, 2 GiB in top" is
  * explained at a glance.  The heap's side comes from the allocator's books
- * and caches, the process's from /proc/self/smaps_rollup (resident bytes by
- * kind) and /proc/self/smaps (the largest resident mappings by path, all
- * anonymous memory as one "[anon]").  "name value" lines, bytes, under a
+ * and caches, the process's from /proc/self/status (resident bytes by kind)
+ * and /proc/self/smaps (the largest resident mappings by path, all
+ * anonymous memory as one "[anon]"; walked at most once a second).  "name value" lines, bytes, under a
  * comment header.  Written via path.tmp + rename; never allocates (stack
  * buffers, raw system calls).
  */
@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dump/prof.h"
@@ -28,7 +29,7 @@ typedef struct {
 } region;
 
 typedef struct {
-	uint64_t rss, anon, file_rss, shmem, swap;   /* smaps_rollup */
+	uint64_t rss, anon, file_rss, shmem, swap;   /* /proc/self/status */
 	region top[TOP];
 	region cur;                                   /* smaps: the run being summed */
 	uint64_t anon_all;
@@ -42,7 +43,7 @@ static uint64_t kb_field(const char *l, size_t n)
 	size_t i = 0;
 	while (i < n && l[i] != ':')
 		i++;
-	for (i++; i < n && l[i] == ' '; i++)
+	for (i++; i < n && (l[i] == ' ' || l[i] == '\t'); i++)
 		;
 	for (; i < n && l[i] >= '0' && l[i] <= '9'; i++)
 		v = v * 10 + (uint64_t)(l[i] - '0');
@@ -79,16 +80,19 @@ static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *ar
 	}
 }
 
-static void rollup_line(const char *l, size_t n, void *arg)
+/* /proc/self/status: the kernel's resident counters, read without walking
+ * page tables (smaps_rollup walks every mapping, ~1 ms with a large
+ * reservation mapped). */
+static void status_line(const char *l, size_t n, void *arg)
 {
 	proc_mem *m = arg;
-	if (starts(l, n, "Rss:"))
-		m->rss = kb_field(l, n);
-	else if (starts(l, n, "Anonymous:"))
+	if (starts(l, n, "RssAnon:"))
 		m->anon = kb_field(l, n);
-	else if (starts(l, n, "Shared_Clean:") || starts(l, n, "Shared_Dirty:"))
-		m->shmem += kb_field(l, n);
-	else if (starts(l, n, "Swap:"))
+	else if (starts(l, n, "RssFile:"))
+		m->file_rss = kb_field(l, n);
+	else if (starts(l, n, "RssShmem:"))
+		m->shmem = kb_field(l, n);
+	else if (starts(l, n, "VmSwap:"))
 		m->swap = kb_field(l, n);
 }
 
@@ -154,21 +158,43 @@ static void smaps_line(const char *l, size_t n, void *arg)
 	}
 }
 
-static void read_proc(proc_mem *m)
+/* The largest regions from the last walk of /proc/self/smaps: a walk costs
+ * a pass over every page table, so dumps less than a second apart share one. */
+static struct {
+	pid_t pid;
+	struct timespec at;
+	region top[TOP];
+} walked;
+
+/* Counters always; *age_ms: how old the regions are (0: walked now). */
+static void read_proc(proc_mem *m, long *age_ms)
 {
 	memset(m, 0, sizeof *m);
-	int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		each_line(fd, rollup_line, m);
+		each_line(fd, status_line, m);
 		close(fd);
 	}
-	m->file_rss = m->rss > m->anon ? m->rss - m->anon : 0;
+	m->rss = m->anon + m->file_rss + m->shmem;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long age = (long)(now.tv_sec - walked.at.tv_sec) * 1000 +
+		   (now.tv_nsec - walked.at.tv_nsec) / 1000000;
+	if (walked.pid == getpid() && age < 1000) {
+		memcpy(m->top, walked.top, sizeof m->top);
+		*age_ms = age > 0 ? age : 1;
+		return;
+	}
+	*age_ms = 0;
 	fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		each_line(fd, smaps_line, m);
 		close(fd);
 		if (m->have_cur)
 			keep_top(m, &m->cur);
+		memcpy(walked.top, m->top, sizeof m->top);
+		walked.pid = getpid();
+		walked.at = now;
 	}
 }
 
@@ -192,7 +218,8 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	uint64_t hb, hbytes, hcached;
 	ha_huge_stats(&hb, &hbytes, &hcached);
 	proc_mem m;
-	read_proc(&m);
+	long age_ms;
+	read_proc(&m, &age_ms);
 	ha_out_str(o, "# heapalloc stats for ");
 	ha_out_str(o, dump);
 	ha_out_str(o, " (");
@@ -212,11 +239,17 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	line(o, "mimalloc.committed", ha_arena_committed(), "bytes the backing arena has committed");
 	line(o, "profiler.memory", st.prof_memory + ha_peak_bytes(),
 	     "stack table, sampled-object map, peak copy");
-	line(o, "process.rss", m.rss, "resident (smaps_rollup)");
+	line(o, "process.rss", m.rss, "resident (/proc/self/status)");
 	line(o, "process.rss_anon", m.anon, "of it anonymous: the heap, stacks, other mmaps");
 	line(o, "process.rss_file", m.file_rss, "of it file-backed: code, mapped files");
-	line(o, "process.rss_shared", m.shmem, "of it shared with other processes");
+	line(o, "process.rss_shmem", m.shmem, "of it shared memory (shmem, tmpfs)");
 	line(o, "process.swap", m.swap, "swapped out");
+	if (age_ms) {
+		char buf[96];
+		ha_snprintf(buf, sizeof buf, "# the regions below as of %ld ms before this dump\n",
+			    age_ms);
+		ha_out_str(o, buf);
+	}
 	/* the largest resident regions, biggest first */
 	for (int k = 0; k < TOP; k++) {
 		int best = -1;
