@@ -25,7 +25,9 @@ try() {
 	shift 2
 	n=$((n + 1))
 	# shellcheck disable=SC2086
-	$CC -o "$tmp/p$n" "$prog" -Wl,--as-needed "$@" -Wl,-rpath,"$libs" 2>"$tmp/cc.err" ||
+	# HA_LDFLAGS: the library's own link flags (a sanitizer's runtime
+	# for an archive built with one)
+	$CC -o "$tmp/p$n" "$prog" -Wl,--as-needed "$@" -Wl,-rpath,"$libs" ${HA_LDFLAGS:-} 2>"$tmp/cc.err" ||
 		{ fail "$name: link failed: $(cat "$tmp/cc.err")"; return; }
 	mkdir "$tmp/d$n"
 	HEAPPROFILE="$tmp/d$n/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_STATS=0 \

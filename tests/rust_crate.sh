@@ -20,7 +20,13 @@ cp -R "$top_srcdir/tests/rust_crate" "$tmp/src/tests/" &&
 for mode in shared static; do
 	target="$top_builddir/tests/rust_crate.$mode.target"
 	st=; [ $mode = static ] && st=1
-	HEAPALLOC_LIB_DIR="$libs" HEAPALLOC_STATIC="$st" CARGO_TARGET_DIR="$target" \
+	# the archive's own link flags (a sanitizer's runtime) reach cc through rustc
+	# (rustc links with -nodefaultlibs, so UBSan's runtime is named outright)
+	rf=; [ $mode = static ] && for f in ${HA_LDFLAGS:-}; do
+		rf="$rf -C link-arg=$f"
+		case $f in -fsanitize=*undefined*) rf="$rf -C link-arg=-lubsan" ;; esac
+	done
+	RUSTFLAGS="${rf# }" HEAPALLOC_LIB_DIR="$libs" HEAPALLOC_STATIC="$st" CARGO_TARGET_DIR="$target" \
 		"$CARGO" build --offline -q --manifest-path "$tmp/src/tests/rust_crate/Cargo.toml" \
 		2>"$tmp/cargo.err" || {
 		cat "$tmp/cargo.err"
