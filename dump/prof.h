@@ -278,6 +278,10 @@ void ha_writer_maps(ha_out *o);
 void ha_writer_profile(ha_out *o, int64_t r);
 /* Write the profile to path via path.tmp + rename.  0 or errno. */
 int ha_writer_file(const char *path, int64_t r);
+/* Write path via path.tmp (created afresh, never followed) + rename, its
+ * bytes from fill(o, arg).  0 or errno; nothing left under either name on
+ * failure. */
+int ha_write_file(const char *path, void (*fill)(ha_out *o, void *arg), void *arg);
 /* The same from set's lines (NULL: the live table). */
 void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set);
 int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set);

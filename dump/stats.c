@@ -263,36 +263,20 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	}
 }
 
+struct stats_job {
+	const char *dump, *reason;
+	uint64_t inuse, peak;
+};
+
+static void fill_stats(ha_out *o, void *arg)
+{
+	const struct stats_job *j = arg;
+	write_stats(o, j->dump, j->reason, j->inuse, j->peak);
+}
+
 int ha_stats_file(const char *path, const char *dump, const char *reason, uint64_t inuse,
 		  uint64_t peak)
 {
-	char tmp[4096 + 16];
-	size_t pl = strlen(path);
-	if (pl + 5 > sizeof tmp)
-		return ENAMETOOLONG;
-	memcpy(tmp, path, pl);
-	memcpy(tmp + pl, ".tmp", 5);
-	int fd, tries = 0;
-	for (;;) {
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-		if (fd >= 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno != EEXIST || tries++ > 0)
-			return errno;
-		unlink(tmp);
-	}
-	ha_out o = { NULL, 0, 0, fd, 0 };
-	write_stats(&o, dump, reason, inuse, peak);
-	int err = ha_out_flush(&o);
-	if (o.buf)
-		ha_dump_mem_free(o.buf);
-	if (close(fd) != 0 && !err && errno != EINTR)
-		err = errno;
-	if (!err && rename(tmp, path) != 0)
-		err = errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	struct stats_job j = { dump, reason, inuse, peak };
+	return ha_write_file(path, fill_stats, &j);
 }

@@ -284,7 +284,24 @@ int ha_writer_file(const char *path, int64_t r)
 	return ha_writer_file_from(path, r, NULL);
 }
 
+struct profile_job {
+	int64_t r;
+	const ha_lineset *set;
+};
+
+static void fill_profile(ha_out *o, void *arg)
+{
+	const struct profile_job *j = arg;
+	ha_writer_profile_from(o, j->r, j->set);
+}
+
 int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set)
+{
+	struct profile_job j = { r, set };
+	return ha_write_file(path, fill_profile, &j);
+}
+
+int ha_write_file(const char *path, void (*fill)(ha_out *o, void *arg), void *arg)
 {
 	char tmp[4096 + 16];
 	size_t pl = strlen(path);
@@ -309,7 +326,7 @@ int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set)
 		unlink(tmp);
 	}
 	ha_out o = { NULL, 0, 0, fd, 0 };
-	ha_writer_profile_from(&o, r, set);
+	fill(&o, arg);
 	int err = ha_out_flush(&o);
 	if (o.buf)
 		ha_dump_mem_free(o.buf);
