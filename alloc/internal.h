@@ -79,6 +79,18 @@ static inline void ha_lock(pthread_mutex_t *m)
 	pthread_mutex_lock(m);
 }
 
+/* ha_lock that gives up at once when m is taken: 1 held, 0 not. */
+static inline int ha_trylock(pthread_mutex_t *m)
+{
+	ha_locks_held++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pthread_mutex_trylock(m) == 0)
+		return 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ha_locks_held--;
+	return 0;
+}
+
 static inline void ha_unlock(pthread_mutex_t *m)
 {
 	pthread_mutex_unlock(m);

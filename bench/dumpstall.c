@@ -3,7 +3,9 @@
  * first 65536 distinct stacks fill the stack table, then two threads malloc/free random
  * 16 B - 4 KiB blocks, timing every iteration, while the main thread calls
  * HeapProfilerDump every 50 ms.  The same loop without dumps first gives the
- * machine's own noise.  Prints "key value" lines: lines in the profile,
+ * machine's own noise.  make bench-stall turns the threshold dumps off
+ * (these threads allocate ~1 GiB every few ms: each would dump the whole
+ * table itself), so only the main thread's dumps are measured.  Prints "key value" lines: lines in the profile,
  * median dump time, and each phase's longest iteration and 99.99th
  * percentile (microseconds).
  */
@@ -18,7 +20,7 @@ static void *volatile keep_sink;
 
 #define LEAF(k) \
 	__attribute__((noinline)) static void leaf##k(size_t n) \
-	{ void *p = malloc(n); keep_sink = p; }
+	{ void *p = malloc(n + k); keep_sink = p; }
 LEAF(0) LEAF(1) LEAF(2) LEAF(3) LEAF(4) LEAF(5) LEAF(6) LEAF(7)
 LEAF(8) LEAF(9) LEAF(10) LEAF(11) LEAF(12) LEAF(13) LEAF(14) LEAF(15)
 static const leaf_fn leaves[16] = { leaf0, leaf1, leaf2, leaf3, leaf4, leaf5, leaf6, leaf7,
@@ -26,8 +28,8 @@ static const leaf_fn leaves[16] = { leaf0, leaf1, leaf2, leaf3, leaf4, leaf5, le
 
 /* Two call paths per level: the bits of `path` pick one at each of `d`
  * levels, so 2^d distinct stacks reach each leaf. */
-__attribute__((noinline)) static void desc_b(unsigned path, int d, int leaf, size_t n);
-__attribute__((noinline)) static void desc_a(unsigned path, int d, int leaf, size_t n)
+__attribute__((noipa)) static void desc_b(unsigned path, int d, int leaf, size_t n);
+__attribute__((noipa)) static void desc_a(unsigned path, int d, int leaf, size_t n)
 {
 	if (d == 0)
 		leaves[leaf](n);
@@ -38,7 +40,7 @@ __attribute__((noinline)) static void desc_a(unsigned path, int d, int leaf, siz
 	__asm__ volatile("" ::: "memory");   /* not a tail call */
 }
 
-__attribute__((noinline)) static void desc_b(unsigned path, int d, int leaf, size_t n)
+__attribute__((noipa)) static void desc_b(unsigned path, int d, int leaf, size_t n)
 {
 	if (d == 0)
 		leaves[leaf](n);

@@ -169,8 +169,9 @@ static HA_TLS int peak_pending;
 
 static void take_peak(void)
 {
+	if (!ha_trylock(&ha_prof_dump_lock))
+		return;               /* a dump is being written: at the next sample */
 	peak_pending = 0;
-	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
 		uint64_t t[2];
 		ha_prof_totals(t);
