@@ -116,29 +116,6 @@ void ha_dumplog_start(const char *path)
 	append(path, buf, 0);
 }
 
-/* Resident bytes from /proc/self/statm (0 if unreadable). */
-static uint64_t rss_bytes(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *s = buf;
-	while (*s && *s != ' ')       /* skip the size field */
-		s++;
-	if (!*s)
-		return 0;
-	uint64_t pages = 0;
-	for (s++; *s >= '0' && *s <= '9'; s++)
-		pages = pages * 10 + (uint64_t)(*s - '0');
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 /* Copy s scrubbed after line[n] (cap bytes in all, 2 kept for "\t" or "\n");
  * the new length.  A field must not split the line or its columns. */
 static size_t field(char *line, size_t n, size_t cap, const char *s)
@@ -153,6 +130,9 @@ void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const 
 {
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t as, rss;
+	if (ha_proc_statm(&as, &rss) != 0)
+		rss = 0;
 	const char *base = "-";
 	if (file) {
 		base = strrchr(file, '/');
@@ -165,7 +145,7 @@ void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const 
 				       (unsigned long long)seq, (long long)now.tv_sec,
 				       (long)(now.tv_nsec / 1000000), (unsigned long long)t[0],
 				       (unsigned long long)t[1], (unsigned long long)(t[0] - t[1]),
-				       (unsigned long long)rss_bytes());
+				       (unsigned long long)rss);
 	n = field(line, n, LINE_MAX_LEN, base);
 	line[n++] = '\t';
 	n = field(line, n, LINE_MAX_LEN, reason);

@@ -96,8 +96,7 @@ static int read_u64_file(const char *path, uint64_t *v)
 	return read_small(path, buf, sizeof buf) > 0 ? parse_u64(buf, v) : -1;
 }
 
-/* Address space and resident set of this process in bytes (statm). */
-static int statm(uint64_t *as, uint64_t *rss)
+int ha_proc_statm(uint64_t *as, uint64_t *rss)
 {
 	char buf[128];
 	if (read_small("/proc/self/statm", buf, sizeof buf) <= 0)
@@ -192,7 +191,7 @@ static void find_cgroup_limits(void)
 int ha_memwatch_start(void)
 {
 	uint64_t as = 0, rss = 0;
-	statm(&as, &rss);
+	ha_proc_statm(&as, &rss);
 	W.rss_step = ha_prof_opt.rss_interval;
 	W.rss_base = rss;
 	W.kind = LIM_NONE;
@@ -244,7 +243,7 @@ static void oom_check(uint64_t as, uint64_t rss)
 void ha_memwatch_poll(void)
 {
 	uint64_t as, rss;
-	if (!ha_prof_running() || statm(&as, &rss) != 0)
+	if (!ha_prof_running() || ha_proc_statm(&as, &rss) != 0)
 		return;
 	if (W.limit && !W.oom_done)
 		oom_check(as, rss);

@@ -379,5 +379,8 @@ int ha_memwatch_start(void);
 int ha_memwatch_period_ms(void);
 /* One check, on the helper thread: RSS growth and the limit. */
 void ha_memwatch_poll(void);
+/* Address space and resident set of this process in bytes, from
+ * /proc/self/statm; 0, or -1 when unreadable. */
+int ha_proc_statm(uint64_t *as, uint64_t *rss);
 
 #endif

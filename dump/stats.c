@@ -81,8 +81,7 @@ static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *ar
 }
 
 /* /proc/self/status: the kernel's resident counters, read without walking
- * page tables (smaps_rollup walks every mapping, ~1 ms with a large
- * reservation mapped). */
+ * page tables (smaps_rollup walks every mapping's). */
 static void status_line(const char *l, size_t n, void *arg)
 {
 	proc_mem *m = arg;

@@ -47,6 +47,17 @@ flat() {
 			END { if (!found) print 0 }'
 }
 
+# sites FILE — each stdin row "site inuse_objects inuse_space alloc_objects
+# alloc_space" equals go pprof's flat values of that function in FILE
+sites() {
+	while read -r site io ib ao ab; do
+		eq "$site inuse_objects" "$(flat inuse_objects "$1" "$site")" "$io"
+		eq "$site inuse_space" "$(flat inuse_space "$1" "$site")" "$ib"
+		eq "$site alloc_objects" "$(flat alloc_objects "$1" "$site")" "$ao"
+		eq "$site alloc_space" "$(flat alloc_space "$1" "$site")" "$ab"
+	done
+}
+
 # shape FILE — heapalloc check: the header, every bucket line, the
 # MAPPED_LIBRARIES section in the shapes both parsers accept (spec §1-§3).
 HEAPALLOC_CMD="$top_builddir/tools/heapalloc"
