@@ -9,32 +9,33 @@
  * ha_stack_calibrate() instead learns the exact functions on every
  * allocation path by probing each entry point once.
  *
- * Two unwinders, chosen per thread by how many stacks it has captured:
- *   - libunwind's x86_64 fast trace (unw_backtrace), 0.2-0.8 us for a
- *     25-35 frame stack, no system call, once the thread is warm.  Its
- *     frame cache is per thread whatever the caching policy: a thread's
- *     first call maps and fills a fresh 256 KiB table (64 page faults) and
- *     its exit unmaps it, and every IP the thread has not met yet costs a
- *     DWARF lookup under libunwind's global cache lock (two sigprocmask).
- *   - the shared rows below, for a thread's first SHARED_SAMPLES stacks:
- *     one process-wide table of DWARF register-state rows keyed by IP,
- *     filled through libunwind's API (unw_reg_states_iterate) the first
- *     time any thread meets an IP and replayed with unw_apply_reg_state:
- *     about 2 us a stack, no system call and no per-thread memory, so a
- *     short-lived thread never creates the fast trace's table.
- * A frame the rows cannot describe (a signal frame, no unwind info) or a
- * full table sends that stack to unw_backtrace.  Rows are never taken
- * back, so once any object has been unloaded (dlclose: other code may come
- * to the same addresses) the rows are no longer used.
+ * Three unwinders, tried in this order:
+ *   - the frame rules: one process-wide table keyed by IP (a return
+ *     address) of what each call frame is on x86-64 (CFA = RSP or RBP +
+ *     offset, return address at CFA - 8, RBP kept or saved at CFA + k),
+ *     walked with a few loads a frame, no call into libunwind, no system
+ *     call and no per-thread memory.  A stack is walked this way when every
+ *     frame on it has a rule.
+ *   - the shared rows: in the same table, the DWARF register-state row of
+ *     each IP, filled through libunwind's API (unw_reg_states_iterate) the
+ *     first time any thread meets an IP and replayed with
+ *     unw_apply_reg_state (about 2 us a stack).  Walking a stack this way
+ *     learns the rules of its frames, each derived from its row.
+ *   - libunwind's x86_64 fast trace (unw_backtrace), for a frame the rows
+ *     cannot describe (a signal frame, no unwind info) or a full table.
+ *     Its frame cache is per thread: a thread's first call maps and fills
+ *     a fresh 256 KiB table (64 page faults), which the two above spare.
+ * Rows and rules are never taken back, so once any object has been
+ * unloaded (dlclose: other code may come to the same addresses) neither is
+ * used any more.
  *
  * unw_set_caching_policy() picks only the DWARF cache behind the fast
  * trace's misses; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
  * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD.
  *
  * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
- * ha_stack_trim; the fast trace is reached by a tail call and the shared
- * walk starts at the hook's frame, so no frame of ours is walked or kept
- * (at -O0, without tail calls, ha_stack_trim drops ours).  Walking costs per frame, so
+ * ha_stack_trim; every walk starts at the hook's frame, so no frame of
+ * ours is walked or kept (at -O0, ha_stack_trim drops ours).  Walking costs per frame, so
  * the hook asks for HA_PROF_DEPTH + (our frames seen so far) rather than a
  * fixed HA_STACK_RAW: deep stacks stop after the frames that are kept.
  *
@@ -57,6 +58,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "dump/prof.h"
 
@@ -289,28 +291,36 @@ int ha_stack_calibrate(int maps)
 	return 1;
 }
 
-/* ---- shared rows ----------------------------------------------------------
+/* ---- shared rows and frame rules ------------------------------------------
  * slots: open addressing on the IP (a return address, looked up at IP - 1
  * as unw_step does), at most PROBES apart, filled at most half.  A slot's
- * row is written before its ip is published (release), and never changes
- * after, so a reader that sees its ip (acquire) sees the whole row.
+ * row and rule are written before its ip is published (release), and never
+ * change after, so a reader that sees its ip (acquire) sees both.
  * no_row marks an IP the rows cannot describe (cached too, so the DWARF
- * lookup is not repeated).  Only pages that get used are ever touched. */
-#define SHARED_SAMPLES 32         /* stacks a thread takes from the rows */
-#define SLOT_BITS 14
+ * lookup is not repeated).  Only pages that get used are ever touched.
+ *
+ * A rule is the row boiled down to what a call frame on x86-64 almost
+ * always is: CFA = RSP or RBP + offset, the return address at CFA - 8, RBP
+ * kept or saved at CFA + offset.  Every stack whose frames all have rules
+ * is walked by rule_walk, a few loads a frame; any other goes through the
+ * rows (which learn the rules of its frames) or libunwind's fast trace. */
+#define SLOT_BITS 15
 #define NSLOTS (1u << SLOT_BITS)
 #define PROBES 16
 #define ROW_BYTES 192             /* libunwind 1.6: 184-byte register state */
-#define NROWS 4096
+#define NROWS 8192
 
-struct slot { uintptr_t ip; const void *row; };
+enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
+struct rule { int32_t cfa_off; int16_t rbp_off; uint8_t kind, rbp_saved; };
+struct slot { uintptr_t ip; const void *row; struct rule rule; };
 static struct slot slots[NSLOTS];
 static unsigned char rows[NROWS][ROW_BYTES] __attribute__((aligned(16)));
 static unsigned rows_used, slots_used;
 static int writer;                /* 1 while a thread adds a row */
 static const unsigned char no_row[1];
-static HA_TLS unsigned thread_stacks;
 static int rows_off;                    /* an object was unloaded since */
+#define RECHECK 64                /* stacks a thread walks between unload checks */
+static HA_TLS unsigned walks;
 
 /* Whether the rows may still be used: no object unloaded since they began. */
 static int rows_valid(void)
@@ -330,17 +340,115 @@ static inline unsigned slot_of(uintptr_t ip)
 	return (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> (64 - SLOT_BITS));
 }
 
-static inline const void *row_of(uintptr_t ip)
+static inline const struct slot *slot_at(uintptr_t ip)
 {
 	unsigned s = slot_of(ip);
 	for (int i = 0; i < PROBES; i++, s = (s + 1) & (NSLOTS - 1)) {
 		uintptr_t k = __atomic_load_n(&slots[s].ip, __ATOMIC_ACQUIRE);
 		if (k == ip)
-			return slots[s].row;
+			return &slots[s];
 		if (!k)
 			break;
 	}
 	return NULL;
+}
+
+static inline const void *row_of(uintptr_t ip)
+{
+	const struct slot *s = slot_at(ip);
+	return s ? s->row : NULL;
+}
+
+/* Made-up stack for rule_of: every word points into it, so a row that
+ * dereferences registers (a CFA expression) reads only here.  Used under
+ * the writer flag. */
+#define SCRATCH_WORDS 4096
+static uintptr_t scratch[SCRATCH_WORDS];
+
+/* Apply row to made-up registers: RSP = s, RBP = b, the others inside
+ * scratch.  0 and the CFA, RA and RBP locations, or -1. */
+static int probe_row(const void *row, uintptr_t ip, uintptr_t s, uintptr_t b, uintptr_t *cfa,
+		     unw_save_loc_t *ra, unw_save_loc_t *rbp, uintptr_t *rbp_home)
+{
+	ucontext_t uc;
+	unw_cursor_t p;
+	unw_word_t v;
+	memset(&uc, 0, sizeof uc);
+	for (int r = 0; r < NGREG; r++)
+		uc.uc_mcontext.gregs[r] = (greg_t)(uintptr_t)&scratch[SCRATCH_WORDS / 2];
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)s;
+	uc.uc_mcontext.gregs[REG_RBP] = (greg_t)b;
+	*rbp_home = (uintptr_t)&uc.uc_mcontext.gregs[REG_RBP];
+	if (unw_init_local(&p, &uc) < 0 || unw_apply_reg_state(&p, (void *)row) <= 0 ||
+	    unw_get_reg(&p, UNW_REG_SP, &v) < 0 || unw_get_save_loc(&p, UNW_X86_64_RIP, ra) < 0 ||
+	    unw_get_save_loc(&p, UNW_X86_64_RBP, rbp) < 0)
+		return -1;
+	*cfa = (uintptr_t)v;
+	return 0;
+}
+
+/* The rule of the frame at *c (IP ip) whose row is known good: the CFA,
+ * RA and RBP offsets from the real frame, and which register the CFA
+ * follows from two made-up register sets that tell RSP and RBP apart.
+ * RULE_NONE for anything else (expressions, registers saved in registers,
+ * frames beyond the scratch's reach): those frames keep the rows. */
+static struct rule rule_of(const unw_cursor_t *c, uintptr_t ip, const void *row)
+{
+	struct rule r = { 0, 0, RULE_NONE, 0 };
+	unw_cursor_t real = *c;
+	unw_word_t sp, bp, cfa;
+	unw_save_loc_t l;
+	if (unw_get_reg(&real, UNW_REG_SP, &sp) < 0 || unw_get_reg(&real, UNW_X86_64_RBP, &bp) < 0)
+		return r;
+	int a = unw_apply_reg_state(&real, (void *)row);
+	if (a == 0 || (a > 0 && unw_get_save_loc(&real, UNW_X86_64_RBP, &l) == 0 &&
+		       l.type == UNW_SLT_NONE)) {
+		r.kind = RULE_END;        /* the walk stops here, as unw_step does */
+		return r;
+	}
+	if (a < 0 || unw_get_reg(&real, UNW_REG_SP, &cfa) < 0)
+		return r;
+	int64_t osp = (int64_t)(cfa - sp), obp = (int64_t)(cfa - bp);
+	if (osp < 8 || osp > (int64_t)sizeof scratch / 2)
+		return r;
+	if (!scratch[0])
+		for (int i = 0; i < SCRATCH_WORDS; i++)
+			scratch[i] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
+	uintptr_t lo = (uintptr_t)scratch, hi = lo + sizeof scratch - 64;
+	int kind = RULE_NONE, saved = 0;
+	int64_t rbp_off = 0;
+	for (int k = 0; k < 2; k++) {
+		/* the two candidate CFAs differ by 64 + 64k bytes */
+		uintptr_t s = lo + 256 + 128 * (uintptr_t)k;
+		uintptr_t b = s + (uintptr_t)(osp - obp) + 64 + 64 * (uintptr_t)k;
+		if (b < lo || b > hi)
+			b = lo + 128;
+		uintptr_t got, home;
+		unw_save_loc_t ra, rbp;
+		if (probe_row(row, ip, s, b, &got, &ra, &rbp, &home) < 0)
+			return r;
+		int kk = got == s + (uintptr_t)osp ? RULE_SP :
+			 got == b + (uintptr_t)obp && obp >= 8 && obp <= INT32_MAX ? RULE_BP : RULE_NONE;
+		if (kk == RULE_NONE || (k && kk != kind))
+			return r;
+		kind = kk;
+		if (ra.type != UNW_SLT_MEMORY || ra.u.addr != got - 8 || rbp.type != UNW_SLT_MEMORY)
+			return r;
+		int sv = rbp.u.addr != home;
+		int64_t off = sv ? (int64_t)(rbp.u.addr - got) : 0;
+		if (sv && (off < INT16_MIN || off > -8))
+			return r;
+		if (k && (sv != saved || off != rbp_off))
+			return r;
+		saved = sv;
+		rbp_off = off;
+	}
+	r.kind = (uint8_t)kind;
+	r.cfa_off = (int32_t)(kind == RULE_SP ? osp : obp);
+	r.rbp_saved = (uint8_t)saved;
+	r.rbp_off = (int16_t)rbp_off;
+	return r;
 }
 
 struct pick { uintptr_t pc; void *row; int found; };
@@ -381,6 +489,9 @@ static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 	}
 	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return row;
+	struct rule rule = { 0, 0, RULE_NONE, 0 };
+	if (row != no_row)
+		rule = rule_of(c, ip, row);
 	unsigned s = slot_of(ip);
 	for (int i = 0; i < PROBES && slots_used < NSLOTS / 2; i++, s = (s + 1) & (NSLOTS - 1)) {
 		if (slots[s].ip == ip)
@@ -395,6 +506,7 @@ static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 			__atomic_store_n(&rows_used, rows_used + 1, __ATOMIC_RELAXED);
 		}
 		slots[s].row = row;
+		slots[s].rule = rule;
 		__atomic_store_n(&slots[s].ip, ip, __ATOMIC_RELEASE);
 		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
 		break;
@@ -464,15 +576,54 @@ __attribute__((noinline)) static int shared_unwind(void **buf, int size, void *f
 	return from_first(buf, size, tmp, n, first);
 }
 
+/* The walk by rules from the caller of stack_unwind (whose frame pointer
+ * gives its return address, CFA and the caller's RBP): -1 as soon as a
+ * frame has no rule, so the caller takes the rows instead. */
+static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
+							   const uintptr_t *fp)
+{
+	uintptr_t ip = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
+	int n = 0;
+	while (n < size) {
+		buf[n++] = (void *)ip;
+		const struct slot *s = slot_at(ip);
+		if (!s)
+			return -1;
+		struct rule r = s->rule;
+		if (r.kind == RULE_END)
+			break;
+		if (r.kind == RULE_NONE)
+			return -1;
+		uintptr_t cfa = (r.kind == RULE_SP ? sp : bp) + (uintptr_t)(intptr_t)r.cfa_off;
+		if (cfa <= sp || cfa - sp > ((uintptr_t)1 << 26))
+			return -1;        /* not a frame of this stack: ask libunwind */
+		if (r.rbp_saved)
+			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
+		ip = *(const uintptr_t *)(cfa - 8);
+		sp = cfa;
+		if (ip < 0x4000)
+			break;
+	}
+	return n;
+}
+
 /* The unwinder the sampling hook calls from its own frame (profiler.c),
  * so that no extra frame of ours has to be walked and then dropped: the
- * warm branch is a tail call (and the other starts at the hook's frame). */
+ * rules walk from the hook's frame, and the rows start at it. */
 static int stack_unwind(void **buf, int size)
 {
-	if (HA_LIKELY(thread_stacks >= SHARED_SAMPLES))
-		return unw_backtrace(buf, size);
-	thread_stacks++;
-	return shared_unwind(buf, size, __builtin_return_address(0));
+	const uintptr_t *fp = __builtin_frame_address(0);
+	if (size > HA_STACK_RAW)
+		size = HA_STACK_RAW;
+	/* an unload is looked for every RECHECK stacks a thread walks (it
+	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
+	if (HA_LIKELY(!__atomic_load_n(&rows_off, __ATOMIC_RELAXED)) &&
+	    (HA_LIKELY(walks++ % RECHECK) || rows_valid())) {
+		int n = rule_walk(buf, size, fp);
+		if (HA_LIKELY(n >= 0))
+			return n;
+	}
+	return shared_unwind(buf, size, (void *)fp[1]);
 }
 
 int (*const ha_stack_unwind)(void **buf, int size) = stack_unwind;

@@ -5,7 +5,8 @@
  * with a variable-length array (CFA on RBP), through libc (qsort's
  * comparator) and through signal handlers, raised and asynchronous (where
  * the rows hand over to the fast trace); once an object has been unloaded
- * the rows are left alone.
+ * the rows are left alone.  Past its first stacks a thread walks by the
+ * frame rules, again without the fast trace's table.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -158,8 +159,8 @@ static void *thread(void *arg)
 	return NULL;
 }
 
-/* Past its first stacks a thread is on libunwind's fast trace: its first
- * call there builds the per-thread table the shared rows spare. */
+/* A long-lived thread's stacks, once learned, are walked by the frame
+ * rules: it never builds the fast trace's per-thread table. */
 static void *long_lived(void *arg)
 {
 	(void)arg;
@@ -214,7 +215,7 @@ int main(void)
 	pthread_t t;
 	REQUIRE(pthread_create(&t, NULL, long_lived, NULL) == 0);
 	pthread_join(t, NULL);
-	CHECK_GE(fast_faults_max, 32);
+	CHECK_LE(fast_faults_max, 8);
 
 	/* after a dlclose that unloads (libm: this program does not link it)
 	 * a fresh thread's first stack is the fast trace's, table and all */

@@ -1,0 +1,167 @@
+/* tests/prof_unwind.c — unit tier for dump/stack.c's unwinders: every
+ * stack the sampling hook captures must equal libunwind's own
+ * unw_backtrace of the same stack, whether it was walked by the frame
+ * rules, by the shared rows or by libunwind's fast trace; and a stack
+ * whose frames are all learned must be walked by the rules alone.
+ * Shapes: plain recursion (CFA from RSP), alloca of changing size (CFA
+ * from RBP, learned at one size and walked at others), a frame too big
+ * for a rule, a signal handler's frame, another thread.
+ * stack.c is compiled into this program (its statics are visible); no
+ * heapalloc allocator is used.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <alloca.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "dump/stack.c"
+#include "tests/check.h"
+
+void ha_alloc_call_back_next(void) {}
+
+#define N 64
+
+static int same(void *const *a, int na, void *const *b, int nb)
+{
+	if (na != nb)
+		return 0;
+	for (int i = 0; i < na; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+static int compared, by_rules, no_rule;
+
+/* Capture this stack three ways and compare each with unw_backtrace.
+ * want_rules: whether every frame should have a rule by now. */
+static __attribute__((noinline)) void capture(int want_rules, int expect_none)
+{
+	void *lib[N], *hook[N], *rules[N];
+	int nh = stack_unwind(hook, N);             /* learns what it meets */
+	int nr = rule_walk(rules, N, __builtin_frame_address(0));
+	int nl = unw_backtrace(lib, N);
+	__asm__ volatile("" ::: "memory");
+	REQUIRE(nl > 2 && nh > 1);
+	/* lib[0] and hook[0] are two call sites in here; from the caller on
+	 * they must agree frame for frame */
+	if (!same(lib + 1, nl - 1, hook + 1, nh - 1)) {
+		fprintf(stderr, "stack_unwind differs from unw_backtrace (%d vs %d frames)\n",
+			nh - 1, nl - 1);
+		for (int i = 1; i < nl || i < nh; i++)
+			fprintf(stderr, "  %2d  %p  %p\n", i, i < nl ? lib[i] : NULL,
+				i < nh ? hook[i] : NULL);
+		CHECK(0);
+	}
+	compared++;
+	if (nr >= 0) {
+		by_rules++;
+		if (!same(lib + 1, nl - 1, rules, nr)) {
+			fprintf(stderr, "rule walk differs from unw_backtrace (%d vs %d frames)\n",
+				nr, nl - 1);
+			for (int i = 0; i < nl - 1 || i < nr; i++)
+				fprintf(stderr, "  %2d  %p  %p\n", i, i < nl - 1 ? lib[i + 1] : NULL,
+					i < nr ? rules[i] : NULL);
+			CHECK(0);
+		}
+	} else {
+		no_rule++;
+	}
+	if (want_rules)
+		CHECK(nr >= 0);
+	if (expect_none)
+		CHECK(nr < 0);
+}
+
+static volatile int sink;
+
+static __attribute__((noinline)) void rec(int d, int want)
+{
+	if (d == 0)
+		capture(want, 0);
+	else
+		rec(d - 1, want);
+	sink++;                  /* no tail call: every level keeps a frame */
+}
+
+static __attribute__((noinline)) void with_alloca(int d, size_t n, int want)
+{
+	volatile char *p = alloca(n);
+	p[0] = 1;
+	p[n - 1] = 2;
+	if (d == 0)
+		capture(want, 0);
+	else
+		with_alloca(d - 1, n + 24 * (size_t)d, want);
+	sink += p[0];
+}
+
+static __attribute__((noinline)) void big_frame(int want_none)
+{
+	volatile char buf[100000];
+	buf[0] = 1;
+	buf[sizeof buf - 1] = 1;
+	capture(0, want_none);
+	sink += buf[0] + buf[sizeof buf - 1];
+}
+
+static int in_handler_ok;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	capture(0, 1);        /* the kernel's signal frame has no rule */
+	in_handler_ok = 1;
+}
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	rec(5, 0);
+	rec(5, 1);
+	with_alloca(3, 100, 0);
+	with_alloca(3, 2000, 1);
+	return NULL;
+}
+
+int main(void)
+{
+	ha_stack_init();
+
+	/* recursion: learned on the first pass, rules on every later one */
+	for (int d = 0; d < 20; d++)
+		rec(d, 0);
+	for (int d = 0; d < 20; d++)
+		rec(d, 1);
+
+	/* alloca: RSP moves by the alloca's size, so only an RBP rule is right */
+	with_alloca(4, 64, 0);
+	with_alloca(4, 64, 1);
+	with_alloca(4, 3000, 1);
+	with_alloca(4, 40000, 1);
+
+	/* a frame larger than a rule may describe: the rows walk it */
+	big_frame(0);
+	big_frame(1);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise(SIGUSR1);
+	raise(SIGUSR1);
+	CHECK(in_handler_ok);
+
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, thread_main, NULL) == 0);
+	pthread_join(t, NULL);
+
+	CHECK_GE(by_rules, 40);
+	CHECK_GE(no_rule, 4);
+	printf("%d stacks compared with unw_backtrace: %d walked by rules, %d not\n", compared,
+	       by_rules, no_rule);
+	return ck_failures ? 1 : 0;
+}
