@@ -187,6 +187,11 @@ int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start);
  * once (call right after profiling turns on, no lock held).  1 if it ran
  * (its allocations then count in the allocator's totals). */
 int ha_stack_calibrate(int maps);   /* maps: the mmap family too */
+/* Fork: wait until no thread is inside libunwind (whose global mutexes a
+ * child would inherit held), and open the gate again after (open: 0 for a
+ * torn child, whose prefork never closed it). */
+void ha_stack_prefork(void);
+void ha_stack_postfork(int child, int open);
 int ha_stack_calibrating(void);
 void ha_stack_calibrate_frame(void);
 

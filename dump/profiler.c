@@ -253,52 +253,17 @@ static void check_thresholds(void)
 /* ------------------------------------------------------------------ */
 /* the allocator hooks                                                 */
 
-/* Threads inside the unwinder.  libunwind has global mutexes of its own,
- * which a fork's child would inherit held and then wait for at its first
- * sample: prefork closes the gate and waits until nobody unwinds.  The
- * unwind counts as a held lock (alloc/internal.h), so a signal handler's
- * fork on an unwinding thread never waits for itself. */
-static int unwinding, unwind_gate;
-static HA_TLS int unwinding_here;
-
-
-static inline void unwind_enter(void)
-{
-	ha_locks_held++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	for (;;) {
-		__atomic_fetch_add(&unwinding, 1, __ATOMIC_SEQ_CST);
-		if (HA_LIKELY(!__atomic_load_n(&unwind_gate, __ATOMIC_SEQ_CST))) {
-			unwinding_here = 1;
-			return;
-		}
-		__atomic_fetch_sub(&unwinding, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&unwind_gate, __ATOMIC_ACQUIRE))
-			sched_yield();
-	}
-}
-
-static inline void unwind_leave(void)
-{
-	__atomic_fetch_sub(&unwinding, 1, __ATOMIC_RELEASE);
-	unwinding_here = 0;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ha_locks_held--;
-}
-
 /* Inlined into ha_prof_on_alloc so that the unwinder is called from the
  * hook's own frame (dump/prof.h, stack capture). */
 static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled)
 {
 	uintptr_t raw[HA_STACK_RAW];
 	int want = ha_stack_want(), at;   /* unwind with no lock held */
-	unwind_enter();
 	int depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
 				  HA_PROF_DEPTH, &at);
 	if (HA_UNLIKELY(depth < 0))
 		depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
 				      HA_STACK_RAW, HA_PROF_DEPTH, &at);
-	unwind_leave();
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
@@ -868,9 +833,7 @@ void ha_prof_prefork(void)
 {
 	ha_prof_busy++;
 	fork_window = 1;
-	__atomic_store_n(&unwind_gate, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&unwinding, __ATOMIC_SEQ_CST))
-		sched_yield();
+	ha_stack_prefork();
 	ha_lock(&ha_prof_dump_lock);
 	ha_table_lock();
 	ha_mmaps_lock();
@@ -895,10 +858,9 @@ void ha_prof_postfork(int child)
 		ha_table_unlock();
 		ha_unlock(&ha_prof_dump_lock);
 	}
-	if (child)   /* only this thread lives on */
-		__atomic_store_n(&unwinding, unwinding_here, __ATOMIC_RELAXED);
-	if (child != HA_FORK_CHILD_TORN) {  /* the torn child's prefork ran none of this */
-		__atomic_store_n(&unwind_gate, 0, __ATOMIC_RELEASE);
+	/* the torn child's prefork ran none of this */
+	ha_stack_postfork(child, child != HA_FORK_CHILD_TORN);
+	if (child != HA_FORK_CHILD_TORN) {
 		fork_window = 0;
 		ha_prof_busy--;
 	}

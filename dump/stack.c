@@ -293,7 +293,8 @@ int ha_stack_calibrate(int maps)
 
 /* ---- shared rows and frame rules ------------------------------------------
  * slots: open addressing on the IP (a return address, looked up at IP - 1
- * as unw_step does), at most PROBES apart, filled at most half.  A slot's
+ * as unw_step does), at most PROBES apart, filled at most half; slot_row
+ * beside it holds each slot's row.  A slot's
  * row and rule are written before its ip is published (release), and never
  * change after, so a reader that sees its ip (acquire) sees both.
  * no_row marks an IP the rows cannot describe (cached too, so the DWARF
@@ -312,8 +313,9 @@ int ha_stack_calibrate(int maps)
 
 enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
 struct rule { int32_t cfa_off; int16_t rbp_off; uint8_t kind, rbp_saved; };
-struct slot { uintptr_t ip; const void *row; struct rule rule; };
+struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
 static struct slot slots[NSLOTS];
+static const void *slot_row[NSLOTS];    /* the row of slots[i] */
 static unsigned char rows[NROWS][ROW_BYTES] __attribute__((aligned(16)));
 static unsigned rows_used, slots_used;
 static int writer;                /* 1 while a thread adds a row */
@@ -356,7 +358,7 @@ static inline const struct slot *slot_at(uintptr_t ip)
 static inline const void *row_of(uintptr_t ip)
 {
 	const struct slot *s = slot_at(ip);
-	return s ? s->row : NULL;
+	return s ? slot_row[s - slots] : NULL;
 }
 
 /* Made-up stack for rule_of: every word points into it, so a row that
@@ -505,7 +507,7 @@ static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 			row = rows[rows_used];
 			__atomic_store_n(&rows_used, rows_used + 1, __ATOMIC_RELAXED);
 		}
-		slots[s].row = row;
+		slot_row[s] = row;
 		slots[s].rule = rule;
 		__atomic_store_n(&slots[s].ip, ip, __ATOMIC_RELEASE);
 		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
@@ -576,6 +578,54 @@ __attribute__((noinline)) static int shared_unwind(void **buf, int size, void *f
 	return from_first(buf, size, tmp, n, first);
 }
 
+/* Threads inside libunwind.  libunwind has global mutexes of its own,
+ * which a fork's child would inherit held and then wait for at its first
+ * sample: prefork closes the gate and waits until nobody is inside.  Being
+ * inside counts as a held lock (alloc/internal.h), so a signal handler's
+ * fork on such a thread never waits for itself.  The rule walk calls no
+ * libunwind and needs no gate. */
+static int unwinding, unwind_gate;
+static HA_TLS int unwinding_here;
+
+static void gate_enter(void)
+{
+	ha_locks_held++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (;;) {
+		__atomic_fetch_add(&unwinding, 1, __ATOMIC_SEQ_CST);
+		if (HA_LIKELY(!__atomic_load_n(&unwind_gate, __ATOMIC_SEQ_CST))) {
+			unwinding_here = 1;
+			return;
+		}
+		__atomic_fetch_sub(&unwinding, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&unwind_gate, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+}
+
+static void gate_leave(void)
+{
+	__atomic_fetch_sub(&unwinding, 1, __ATOMIC_RELEASE);
+	unwinding_here = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ha_locks_held--;
+}
+
+void ha_stack_prefork(void)
+{
+	__atomic_store_n(&unwind_gate, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&unwinding, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+void ha_stack_postfork(int child, int open)
+{
+	if (child)   /* only this thread lives on */
+		__atomic_store_n(&unwinding, unwinding_here, __ATOMIC_RELAXED);
+	if (open)
+		__atomic_store_n(&unwind_gate, 0, __ATOMIC_RELEASE);
+}
+
 /* The walk by rules from the caller of stack_unwind (whose frame pointer
  * gives its return address, CFA and the caller's RBP): -1 as soon as a
  * frame has no rule, so the caller takes the rows instead. */
@@ -623,7 +673,10 @@ static int stack_unwind(void **buf, int size)
 		if (HA_LIKELY(n >= 0))
 			return n;
 	}
-	return shared_unwind(buf, size, (void *)fp[1]);
+	gate_enter();
+	int n = shared_unwind(buf, size, (void *)fp[1]);
+	gate_leave();
+	return n;
 }
 
 int (*const ha_stack_unwind)(void **buf, int size) = stack_unwind;

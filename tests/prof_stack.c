@@ -30,6 +30,7 @@
 void ha_alloc_call_back_next(void)
 {
 }
+HA_TLS unsigned ha_locks_held;
 
 #define N HA_STACK_RAW
 #define THREADS 24

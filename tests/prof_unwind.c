@@ -21,6 +21,7 @@
 #include "tests/check.h"
 
 void ha_alloc_call_back_next(void) {}
+HA_TLS unsigned ha_locks_held;
 
 #define N 64
 
