@@ -122,6 +122,8 @@ static void *helper_main(void *arg)
 			next.tv_sec += interval;
 		}
 	}
+	/* gone (poll failed): crossings write their own dumps from now on */
+	__atomic_store_n(&helper_pid, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -143,7 +145,8 @@ static int spawn(void)
 		return err;
 	}
 	pipe_rd = fds[0];
-	helper_pid = getpid();    /* before the pipe: ha_helper_wake checks both */
+	/* the owner before the pipe: ha_helper_wake checks both */
+	__atomic_store_n(&helper_pid, getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&pipe_wr, fds[1], __ATOMIC_RELEASE);
 	return 0;
 }
@@ -209,7 +212,7 @@ void ha_helper_ensure(void)
 int ha_helper_wake(void)
 {
 	int fd = __atomic_load_n(&pipe_wr, __ATOMIC_ACQUIRE);
-	if (fd < 0 || helper_pid != getpid())
+	if (fd < 0 || __atomic_load_n(&helper_pid, __ATOMIC_ACQUIRE) != getpid())
 		return ESRCH;
 	int saved = errno;
 	char c = 'd';

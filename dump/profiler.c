@@ -75,7 +75,7 @@ static struct {
 	int64_t min_ns;           /* HEAP_PROFILE_MIN_SECONDS, in ns; 0 off */
 	int64_t last_thr;         /* CLOCK_MONOTONIC ns of the last threshold dump, -1 none */
 	uint64_t folded;          /* crossings held back since the last dump */
-	int pending;              /* a threshold dump is queued for the helper */
+	int pending;              /* a threshold dump is queued for the helper (atomic) */
 	uint64_t qfolded;         /* crossings its dump names: replaced in the
 				   * queue, or held back before it was queued */
 	int writing;              /* a queued dump is being written (atomic) */
@@ -84,9 +84,9 @@ static struct {
 } P;
 
 /* The threshold books: P.last_alloc, last_free, high_water, last_thr,
- * folded, pending, qfolded and pending_reason, and P.running's changes.  Short (no
- * dump is ever written under it), taken after ha_prof_dump_lock, so a
- * crossing thread can queue a dump while the helper is writing one. */
+ * folded, pending, qfolded and pending_reason, and P.running's changes.
+ * Short (no dump is ever written under it), taken after ha_prof_dump_lock,
+ * so a crossing thread can queue a dump while the helper is writing one. */
 static ha_plock thr_lock = HA_PLOCK_INIT;
 
 /* HEAP_PROFILE_KEEP's books: the dumps this process wrote that are still
@@ -897,7 +897,7 @@ int ha_prof_start(const char *prefix, int from_env)
 		   : ha_prof_opt.min_seconds * 1000000000;
 	P.last_thr = -1;
 	P.folded = P.qfolded = 0;
-	P.pending = 0;
+	__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
 	P.root_pid = P.cur_pid = getpid();
 	P.r = ha_prof_opt.sample_interval;
 	P.a_int = ha_prof_opt.alloc_interval;
@@ -948,7 +948,8 @@ void ha_prof_stop(void)
 		ha_alloc_profiling(HA_PROF_OFF, 0);
 		ha_plock_lock(&thr_lock);
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
-		P.pending = 0;            /* a crossing racing the stop */
+		/* a crossing racing the stop */
+		__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
 		P.qfolded = 0;
 		ha_plock_unlock(&thr_lock);
 		ha_table_lock();
@@ -989,9 +990,10 @@ void ha_prof_postfork(int child)
 		ha_mmaps_postfork_child();
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
-		P.folded = 0;     /* the parent's crossings are the parent's to report */
-		P.pending = 0;    /* and its queued dump the parent's to write */
-		P.qfolded = 0;
+		/* the parent's crossings and queued dump are the parent's to
+		 * report and write */
+		P.folded = P.qfolded = 0;
+		__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
 		P.last_thr = -1;
 		/* the child keeps its parent's table (the objects are its own
 		 * now too); P.cur_pid != getpid() renames it at its first dump */
