@@ -4,8 +4,9 @@
  * 16 B - 4 KiB blocks, timing every iteration, while the main thread calls
  * HeapProfilerDump every 50 ms.  The same loop without dumps first gives the
  * machine's own noise.  make bench-stall turns the threshold dumps off
- * (these threads cross the allocation interval many times a second, and
- * each would dump the whole table itself), so only the main thread's dumps are measured.  Prints "key value" lines: lines in the profile,
+ * (these threads cross the allocation interval many times a second, and the
+ * helper thread would be writing the whole table all the time), so only the
+ * main thread's dumps are measured.  Prints "key value" lines: lines in the profile,
  * median dump time, and each phase's longest iteration and 99.99th
  * percentile (microseconds).
  */

@@ -40,6 +40,7 @@ static void fill_stats(heapalloc_stats *out)
 	if (ha_prof_running())
 		ha_peak_see(t[0] - t[1]);
 	out->prof_peak_inuse = ha_peak_high();
+	out->prof_dumps_queued = ha_prof_queued();
 }
 
 HA_EXPORT void heapalloc_get_stats_size(heapalloc_stats *out, size_t size)

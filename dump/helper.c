@@ -1,5 +1,6 @@
-/* dump/helper.c — the helper thread: time dumps, signal dumps, and the
- * polling of memwatch.c (RSS growth, the pre-OOM dump).
+/* dump/helper.c — the helper thread: time dumps, signal dumps, threshold
+ * dumps queued by allocating threads (profiler.c), and the polling of
+ * memwatch.c (RSS growth, the pre-OOM dump).
  *
  * A signal handler may not take locks or allocate, so the HEAPPROFILESIGNAL
  * handler only writes one byte to a non-blocking pipe (async-signal-safe)
@@ -9,6 +10,9 @@
  * one dump per signal delivered (none are skipped while another dump is
  * being written, they queue in the pipe), and time dumps every N seconds
  * from the start (not at once, unlike gperftools).
+ * A thread that crosses a threshold queues its dump and writes a byte to
+ * the same pipe (ha_helper_wake), so malloc returns at once; a full pipe
+ * loses nothing, the helper is awake already.
  * A delivered signal is also counted (pending): whoever claims it writes its
  * dump, the helper when it reads the byte or the exit dump first if the
  * process exits before the helper ran, so a signal right before exit is
@@ -38,6 +42,7 @@ static struct sigaction old_action;
 static int installed;
 static pid_t helper_pid;      /* process that owns the running helper */
 static int helper_lost;       /* fork child: recreate at the next hook */
+static int queue;             /* writes queued threshold dumps */
 static int pending;           /* signals delivered, not yet dumped (atomic) */
 
 /* Take one delivered signal's dump for the caller; 0 when none is left. */
@@ -107,6 +112,7 @@ static void *helper_main(void *arg)
 			for (ssize_t i = 0; i < k; i++)
 				if (claim())
 					ha_prof_dump("signal", 0);
+			ha_prof_write_pending();
 		}
 		if (watch > 0)
 			ha_memwatch_poll();
@@ -116,6 +122,8 @@ static void *helper_main(void *arg)
 			next.tv_sec += interval;
 		}
 	}
+	/* gone (poll failed): crossings write their own dumps from now on */
+	__atomic_store_n(&helper_pid, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -137,13 +145,15 @@ static int spawn(void)
 		return err;
 	}
 	pipe_rd = fds[0];
+	/* the owner before the pipe: ha_helper_wake checks both */
+	__atomic_store_n(&helper_pid, getpid(), __ATOMIC_RELEASE);
 	__atomic_store_n(&pipe_wr, fds[1], __ATOMIC_RELEASE);
-	helper_pid = getpid();
 	return 0;
 }
 
-int ha_helper_start(int64_t secs, int sig)
+int ha_helper_start(int64_t secs, int sig, int q)
 {
+	queue |= q;
 	if (helper_pid == getpid()) {
 		/* already running: wake it to pick up a new memwatch period (a
 		 * byte that finds no pending signal dumps nothing) */
@@ -188,7 +198,7 @@ void ha_helper_postfork_child(void)
 	pipe_rd = -1;
 	helper_pid = 0;
 	__atomic_store_n(&pending, 0, __ATOMIC_RELAXED);   /* the parent's to dump */
-	helper_lost = interval > 0 || signo > 0 || ha_memwatch_period_ms() > 0;
+	helper_lost = interval > 0 || signo > 0 || queue || ha_memwatch_period_ms() > 0;
 }
 
 void ha_helper_ensure(void)
@@ -196,7 +206,21 @@ void ha_helper_ensure(void)
 	if (HA_LIKELY(!helper_lost))
 		return;
 	helper_lost = 0;
-	ha_helper_start(interval, signo);
+	ha_helper_start(interval, signo, 0);
+}
+
+int ha_helper_wake(void)
+{
+	int fd = __atomic_load_n(&pipe_wr, __ATOMIC_ACQUIRE);
+	if (fd < 0 || __atomic_load_n(&helper_pid, __ATOMIC_ACQUIRE) != getpid())
+		return ESRCH;
+	int saved = errno;
+	char c = 'd';
+	if (write(fd, &c, 1) < 0) {
+		/* EAGAIN: a full pipe, the helper wakes anyway */
+	}
+	errno = saved;
+	return 0;
 }
 
 void ha_helper_stop(void)

@@ -14,7 +14,7 @@
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
  *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
  *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
- *   helper.c       the helper thread: time and signal dumps
+ *   helper.c       the helper thread: time, signal and queued threshold dumps
  *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
  *   api.c          public API (heapalloc_*) and the gperftools API
  *
@@ -22,6 +22,8 @@
  *   ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
+ *   -> threshold lock (profiler.c thr_lock; short: the threshold books and
+ *      the queued dump, so a crossing never waits for a dump being written)
  *   -> table lock (stack_table.c; short: a new bucket, or a snapshot copy)
  *   -> mapping lock (mmap_hook.c; short: a mapping made or unmapped)
  *   -> object-map stripe locks (ascending; short)
@@ -363,18 +365,26 @@ int ha_prof_dump(const char *reason, int automatic);
 int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* Time dump from the helper; 0 or errno. */
 void ha_prof_time_dump(void);
+/* Write the threshold dump queued for the helper, if any (helper thread). */
+void ha_prof_write_pending(void);
+/* Threshold dumps queued or being written by the helper (0..2). */
+uint64_t ha_prof_queued(void);
 uint64_t ha_prof_dumps(void);
 uint64_t ha_prof_samples(void);
 /* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
 void ha_prof_totals(uint64_t out[2]);
 
 /* ---- helper.c ------------------------------------------------------------ */
-int ha_helper_start(int64_t time_interval, int signo);  /* 0 or errno */
+/* 0 or errno.  queue: the helper also writes queued threshold dumps. */
+int ha_helper_start(int64_t time_interval, int signo, int queue);
 void ha_helper_stop(void);
 void ha_helper_postfork_child(void);
 void ha_helper_ensure(void);      /* recreate after fork when needed */
 /* Dump every signal delivered and not yet dumped (the exit dump calls it). */
 void ha_helper_flush(void);
+/* Wake this process's helper to write a queued dump: 0, or ESRCH when it
+ * has none (the caller writes the dump itself).  Never blocks; keeps errno. */
+int ha_helper_wake(void);
 
 /* ---- memwatch.c ---------------------------------------------------------- */
 /* At profiling start (no lock held): read the options, the start RSS and

@@ -21,6 +21,14 @@
  * Totals come from the allocator's books (ha_books): the allocated unit in
  * the default mode, requested bytes in compatibility mode.
  *
+ * Threshold dumps: in the default mode the crossing thread only queues the
+ * dump (P.pending, under thr_lock) and wakes the helper thread, which
+ * writes it, so malloc never waits for a dump; a crossing while one is
+ * queued folds into it (P.folded).  Without a helper of this process (not
+ * started yet, a fork child's first crossing, pthread_create failed) and in
+ * compatibility mode the crossing thread writes the dump itself, as
+ * gperftools does.  Every other dump writes a queued one first.
+ *
  * Never unwinds while holding a lock; never calls the public malloc while
  * holding one; a thread inside the profiler (ha_prof_busy) is never sampled.
  * Lock order and fork rules: dump/prof.h.
@@ -67,8 +75,19 @@ static struct {
 	int64_t min_ns;           /* HEAP_PROFILE_MIN_SECONDS, in ns; 0 off */
 	int64_t last_thr;         /* CLOCK_MONOTONIC ns of the last threshold dump, -1 none */
 	uint64_t folded;          /* crossings held back since the last dump */
+	int pending;              /* a threshold dump is queued for the helper (atomic) */
+	uint64_t qfolded;         /* crossings its dump names: replaced in the
+				   * queue, or held back before it was queued */
+	int writing;              /* a queued dump is being written (atomic) */
+	char pending_reason[128];
 	char prefix[PREFIX_MAX + 1];
 } P;
+
+/* The threshold books: P.last_alloc, last_free, high_water, last_thr,
+ * folded, pending, qfolded and pending_reason, and P.running's changes.
+ * Short (no dump is ever written under it), taken after ha_prof_dump_lock,
+ * so a crossing thread can queue a dump while the helper is writing one. */
+static ha_plock thr_lock = HA_PLOCK_INIT;
 
 /* HEAP_PROFILE_KEEP's books: the dumps this process wrote that are still
  * on disk, oldest first, each (number << 2 | HA_FORMAT_* bits written),
@@ -161,7 +180,7 @@ static void mb_reason(char *buf, size_t cap, const char *what, uint64_t v, uint6
 		    (unsigned long long)(v >> 20), what, (unsigned long long)(inuse >> 20));
 }
 
-static int dump_locked(const char *reason);
+static int dump_locked(const char *reason, uint64_t folded);
 
 /* A new in-use high is due for the peak copy: taken once this thread's
  * allocation is in the table (after its sample is recorded, if any). */
@@ -202,8 +221,31 @@ static int hold_back(void)
 	return 0;
 }
 
+/* Write the queued threshold dump, if any.  Caller holds ha_prof_dump_lock. */
+static void write_pending_locked(void)
+{
+	char reason[sizeof P.pending_reason];
+	uint64_t folded = 0;
+	ha_plock_lock(&thr_lock);
+	int due = P.pending;
+	if (due) {
+		memcpy(reason, P.pending_reason, sizeof reason);
+		folded = P.qfolded;
+		P.qfolded = 0;
+		__atomic_store_n(&P.writing, 1, __ATOMIC_SEQ_CST);   /* before pending drops */
+		__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
+	}
+	ha_plock_unlock(&thr_lock);
+	if (due) {
+		dump_locked(reason, folded);
+		__atomic_store_n(&P.writing, 0, __ATOMIC_SEQ_CST);
+	}
+}
+
 /* gperftools' MaybeDumpProfileLocked: at most one dump per check, in this
- * order of reasons; an automatic dump resets every baseline. */
+ * order of reasons; an automatic dump resets every baseline.  The dump is
+ * queued for the helper (default mode) or written here (compatibility
+ * mode, or no helper to write it). */
 static void check_thresholds(void)
 {
 	uint64_t t[2];
@@ -216,9 +258,13 @@ static void check_thresholds(void)
 		__atomic_store_n(&P.share, ts.tbudget, __ATOMIC_RELAXED);
 		return;
 	}
-	ha_lock(&ha_prof_dump_lock);
+	int sync = P.compat;
+	if (sync)
+		ha_lock(&ha_prof_dump_lock);
+	ha_plock_lock(&thr_lock);
+	int queued = 0;
 	if (P.running) {
-		char reason[128];
+		char reason[sizeof P.pending_reason];
 		reason[0] = 0;
 		ha_prof_totals(t);
 		uint64_t inuse = inuse_of(t);
@@ -232,10 +278,17 @@ static void check_thresholds(void)
 			ha_snprintf(reason, sizeof reason, "%llu MB currently in use",
 				    (unsigned long long)(inuse >> 20));
 		if (reason[0]) {
-			if (hold_back())
+			if (hold_back()) {
 				P.folded++;
-			else
-				dump_locked(reason);
+			} else {
+				/* the crossings held back before this one, and the
+				 * queued one it replaces, are named by its dump */
+				P.qfolded += P.folded + (P.pending ? 1 : 0);
+				P.folded = 0;
+				memcpy(P.pending_reason, reason, sizeof reason);
+				__atomic_store_n(&P.pending, 1, __ATOMIC_SEQ_CST);
+				queued = 1;
+			}
 			P.last_alloc = t[0];
 			P.last_free = t[1];
 			if (inuse > P.high_water)
@@ -247,7 +300,26 @@ static void check_thresholds(void)
 	} else {
 		ts.tbudget = ts.fbudget = INT64_MAX;
 	}
+	ha_plock_unlock(&thr_lock);
+	if (queued && !sync && ha_helper_wake() != 0) {
+		sync = 1;                 /* nobody to write it: write it here */
+		ha_lock(&ha_prof_dump_lock);
+	}
+	if (sync) {
+		write_pending_locked();
+		ha_unlock(&ha_prof_dump_lock);
+	}
+}
+
+/* The helper's half: write the queued threshold dump. */
+void ha_prof_write_pending(void)
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_lock(&ha_prof_dump_lock);
+	write_pending_locked();
 	ha_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
 }
 
 /* ------------------------------------------------------------------ */
@@ -520,14 +592,16 @@ static __attribute__((noinline)) void retain(uint64_t n, int written)
 	}
 }
 
-static int dump_locked(const char *reason)
+/* Write the next numbered dump.  folded: threshold crossings that got no
+ * dump of their own (HEAP_PROFILE_MIN_SECONDS held them back, or they came
+ * while a dump was queued), named in the reason. */
+static int dump_locked(const char *reason, uint64_t folded)
 {
 	char with_folded[1024];
-	if (P.folded) {               /* HEAP_PROFILE_MIN_SECONDS held these back */
+	if (folded) {
 		ha_snprintf(with_folded, sizeof with_folded, "%s; %llu crossing%s folded", reason,
-			    (unsigned long long)P.folded, P.folded == 1 ? "" : "s");
+			    (unsigned long long)folded, folded == 1 ? "" : "s");
 		reason = with_folded;
-		P.folded = 0;
 	}
 	pid_t pid = getpid();
 	if (pid != P.cur_pid) {       /* a fork child numbers its own files */
@@ -594,6 +668,7 @@ static int dump_now(const char *reason, int automatic, void *reserve, size_t cap
 	ha_lock(&ha_prof_dump_lock);
 	int err = EINVAL;
 	if (P.running) {
+		write_pending_locked();   /* a queued threshold dump keeps its number */
 		char buf[64];
 		if (!reason) {
 			struct timespec now;
@@ -605,16 +680,22 @@ static int dump_now(const char *reason, int automatic, void *reserve, size_t cap
 		}
 		uint64_t t[2];
 		ha_prof_totals(t);
+		ha_plock_lock(&thr_lock);
+		uint64_t folded = P.folded;
+		P.folded = 0;
+		ha_plock_unlock(&thr_lock);
 		if (reserve)
 			ha_dump_mem_reserve(reserve, cap);
-		err = dump_locked(reason);
+		err = dump_locked(reason, folded);
 		if (reserve)
 			ha_dump_mem_reserve(NULL, 0);
 		if (automatic) {
+			ha_plock_lock(&thr_lock);
 			P.last_alloc = t[0];
 			P.last_free = t[1];
 			if (inuse_of(t) > P.high_water)
 				P.high_water = inuse_of(t);
+			ha_plock_unlock(&thr_lock);
 		}
 	}
 	ha_unlock(&ha_prof_dump_lock);
@@ -635,6 +716,13 @@ int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap)
 void ha_prof_time_dump(void)
 {
 	dump_now(NULL, 1, NULL, 0);
+}
+
+uint64_t ha_prof_queued(void)
+{
+	/* pending first: a dump is marked writing before it stops pending */
+	int p = __atomic_load_n(&P.pending, __ATOMIC_SEQ_CST);
+	return (uint64_t)p + (uint64_t)__atomic_load_n(&P.writing, __ATOMIC_SEQ_CST);
 }
 
 uint64_t ha_prof_dumps(void)
@@ -743,6 +831,13 @@ int ha_prof_start(const char *prefix, int from_env)
 		ha_options_load();
 	ha_stack_init();              /* dl_iterate_phdr: before any lock */
 	ha_objmap_init();
+	/* the helper writes the default mode's threshold dumps: started before
+	 * the books' baseline, so that its thread's own start-up memory is not
+	 * part of the program's profile */
+	int queue = !ha_prof_opt.exact_totals && (ha_prof_opt.alloc_interval > 0 ||
+			ha_prof_opt.dealloc_interval > 0 || ha_prof_opt.inuse_interval > 0);
+	if (queue && !ha_prof_running())
+		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal, 1);
 	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
 		ha_unlock(&ha_prof_dump_lock);
@@ -766,7 +861,8 @@ int ha_prof_start(const char *prefix, int from_env)
 	P.min_ns = ha_prof_opt.min_seconds > INT64_MAX / 1000000000 ? INT64_MAX
 		   : ha_prof_opt.min_seconds * 1000000000;
 	P.last_thr = -1;
-	P.folded = 0;
+	P.folded = P.qfolded = 0;
+	__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
 	P.root_pid = P.cur_pid = getpid();
 	P.r = ha_prof_opt.sample_interval;
 	P.a_int = ha_prof_opt.alloc_interval;
@@ -798,9 +894,10 @@ int ha_prof_start(const char *prefix, int from_env)
 		ha_unlock(&ha_prof_dump_lock);
 	}
 	/* the helper thread runs only when something needs it: time or signal
-	 * dumps, RSS dumps, or a memory limit to dump before */
+	 * dumps, RSS dumps, a memory limit to dump before, or (above) threshold
+	 * dumps to write */
 	if (ha_memwatch_start() || ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0)
-		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal);
+		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal, 0);
 	ha_prof_busy = busy;
 	return 0;
 }
@@ -811,9 +908,15 @@ void ha_prof_stop(void)
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	if (P.running) {
+		write_pending_locked();
 		ha_alloc_mmap_profiling(0);
 		ha_alloc_profiling(HA_PROF_OFF, 0);
+		ha_plock_lock(&thr_lock);
 		__atomic_store_n(&P.running, 0, __ATOMIC_RELEASE);
+		/* a crossing racing the stop */
+		__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
+		P.qfolded = 0;
+		ha_plock_unlock(&thr_lock);
 		ha_table_lock();
 		ha_objmap_lock_all();
 		ha_peak_drop();
@@ -835,6 +938,7 @@ void ha_prof_prefork(void)
 	fork_window = 1;
 	ha_stack_prefork();
 	ha_lock(&ha_prof_dump_lock);
+	ha_plock_lock(&thr_lock);
 	ha_table_lock();
 	ha_mmaps_lock();
 	ha_objmap_lock_all();
@@ -844,11 +948,15 @@ void ha_prof_postfork(int child)
 {
 	if (child) {
 		pthread_mutex_init(&ha_prof_dump_lock, NULL);
+		ha_plock_init(&thr_lock);
 		ha_table_postfork_child();
 		ha_mmaps_postfork_child();
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
-		P.folded = 0;     /* the parent's crossings are the parent's to report */
+		/* the parent's crossings and queued dump are the parent's to
+		 * report and write */
+		P.folded = P.qfolded = 0;
+		__atomic_store_n(&P.pending, 0, __ATOMIC_SEQ_CST);
 		P.last_thr = -1;
 		/* the child keeps its parent's table (the objects are its own
 		 * now too); P.cur_pid != getpid() renames it at its first dump */
@@ -856,6 +964,7 @@ void ha_prof_postfork(int child)
 		ha_objmap_unlock_all();
 		ha_mmaps_unlock();
 		ha_table_unlock();
+		ha_plock_unlock(&thr_lock);
 		ha_unlock(&ha_prof_dump_lock);
 	}
 	/* the torn child's prefork ran none of this */

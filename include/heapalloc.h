@@ -46,6 +46,11 @@ typedef struct heapalloc_stats {
 	 * between two of those by less than HEAP_PROFILE_PEAK_INTERVAL (exact
 	 * with HEAP_PROFILE_PEAK_INTERVAL=1) */
 	uint64_t prof_peak_inuse;
+	/* threshold dumps the profiler's helper thread has still to write (0,
+	 * 1, or 2 when one is being written and the next is queued); a crossing
+	 * while one is queued folds into it, so a program (a test) that waits
+	 * for 0 after each allocation gets one dump per crossing */
+	uint64_t prof_dumps_queued;
 } heapalloc_stats;
 
 /* Largest request served from size-class spans; larger ones are "large". */

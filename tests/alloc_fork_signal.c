@@ -10,7 +10,11 @@
  *   threads  as malloc, with a second thread allocating too;
  *   prof     fork and malloc interleaved with profiling on, sampling every
  *            allocation and dumping often, so the handler lands in samples
- *            and dumps holding the profiler's locks;
+ *            and dumps holding the profiler's locks; in the compatibility
+ *            mode, whose threshold dumps the allocating thread writes: the
+ *            default mode's helper thread, which writes them there, would
+ *            make the process multi-threaded, and then glibc's fork holds a
+ *            lock from prepare to parent (see profthreads);
  *   profthreads  the main thread forks while a second one samples every
  *            allocation; each child samples (unwinds) although the other
  *            thread may have been inside libunwind, which has locks of its
@@ -200,6 +204,8 @@ static void watch(const char *self, const char *mode)
 			setenv("HEAPPROFILE", prefix, 1);
 			setenv("HEAP_PROFILE_SAMPLE_INTERVAL", "1", 1);
 			setenv("HEAP_PROFILE_ALLOCATION_INTERVAL", "20000000", 1);
+			if (!strcmp(mode, "prof"))
+				setenv("HEAP_PROFILE_EXACT_TOTALS", "1", 1);
 		}
 		execl(self, self, mode, (char *)NULL);
 		_exit(EXIT_HARD);

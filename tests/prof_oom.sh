@@ -59,9 +59,11 @@ gzip -t "$tmp/e/p.0001.pb.gz" 2>/dev/null || fail "p.0001.pb.gz is not gzip"
 [ -n "$GO" ] && [ -x "$GO" ] && { "$GO" tool pprof -top "$W" "$tmp/e/p.0001.pb.gz" >/dev/null 2>&1 ||
 	fail "go pprof cannot read p.0001.pb.gz"; }
 
-# the helper thread: started for a limit, not with the option at 0
+# the helper thread: started for a limit, not with the option at 0 (the
+# threshold intervals off: their dumps would start it too, prof_rss.sh)
 threads() {
-	(ulimit -v $LIM_KB && exec "$W" sleep 1500) 2>/dev/null & pid=$!
+	(ulimit -v $LIM_KB && HEAP_PROFILE_ALLOCATION_INTERVAL=0 HEAP_PROFILE_INUSE_INTERVAL=0 \
+		exec "$W" sleep 1500) 2>/dev/null & pid=$!
 	sleep 0.7
 	ls "/proc/$pid/task" | wc -l | tr -d ' '
 	wait "$pid" || fail "sleep exited $?"

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/prof_util.h"
+
 #define MIB (1024 * 1024)
 
 static char *held[256];
@@ -25,6 +27,7 @@ __attribute__((noinline)) void peak_site_a(int n)
 	for (int i = 0; i < n; i++) {
 		held[i] = malloc(MIB);
 		held[i][0] = 1;
+		dumps_settle();
 	}
 }
 

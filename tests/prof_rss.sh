@@ -42,15 +42,21 @@ HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_RSS_INTERVAL=100M "$W" rss 3 24 800 2>"$tmp/
 count "RSS dumps, 72 MiB over 100M" "$tmp/b.err" "(RSS " 0
 eq "files" "$(lsd "$tmp/b" | tr '\n' ' ')" "p.0001.heap p.log "
 
-# threads of a profiled "prof_work sleep": the helper runs only when asked for
+# threads of a profiled "prof_work sleep": the helper runs only when asked
+# for: RSS dumps, or the default mode's threshold dumps (the allocation and
+# in-use intervals are on by default), which it writes.  threads VAR=VALUE...
 threads() {
-	"$W" sleep 1500 2>/dev/null & pid=$!
+	env HEAPPROFILE="$tmp/t" "$@" "$W" sleep 1500 2>/dev/null & pid=$!
 	sleep 0.7
 	ls "/proc/$pid/task" | wc -l | tr -d ' '
 	wait "$pid" || fail "sleep exited $?"
 }
-eq "threads with RSS dumps" "$(HEAPPROFILE="$tmp/t" HEAP_PROFILE_RSS_INTERVAL=1G threads)" 2
-eq "threads without" "$(HEAPPROFILE="$tmp/t" threads)" 1
+off="HEAP_PROFILE_ALLOCATION_INTERVAL=0 HEAP_PROFILE_INUSE_INTERVAL=0"
+eq "threads with RSS dumps" "$(threads $off HEAP_PROFILE_RSS_INTERVAL=1G)" 2
+eq "threads without" "$(threads $off)" 1
+eq "threads for threshold dumps" "$(threads)" 2
+eq "threads for the deallocation interval" "$(threads $off HEAP_PROFILE_DEALLOCATION_INTERVAL=1G)" 2
+eq "threads in compatibility mode" "$(threads HEAP_PROFILE_EXACT_TOTALS=1)" 1
 
 # 0: none
 mkdir "$tmp/c"

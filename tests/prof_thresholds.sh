@@ -23,6 +23,30 @@ eq "allocation interval: files" "$(files alloc)" "$(nums 11)"
 eq "allocation interval: reasons" "$(reasons alloc '[0-9]* MB allocated cumulatively, [0-9]* MB currently in use)')" 10
 eq "allocation interval: exit dump" "$(reasons alloc 'Exiting, ')" 1
 
+# the same unpaced: prof_work waits for no dump (tests/prof_util.h), so
+# crossings come while the helper thread is still to write the last one and
+# fold into it; the numbers stay contiguous and every crossing is counted
+# once, in a dump line of its own or in the count of the one it folded into
+PROF_RUSH=1 HEAP_PROFILE_ALLOCATION_INTERVAL=102400 run rush pattern 100 10240 free
+n=$(lsd "$tmp/rush" | grep -c '\.heap$')
+eq "unpaced: files" "$(files rush)" "$(nums "$n")"
+thr=$(reasons rush '[0-9]* MB allocated cumulatively, [0-9]* MB currently in use')
+folded=$(sed -n 's/^Dumping .*; \([0-9]*\) crossings\{0,1\} folded)$/\1/p' "$tmp/rush.err" |
+	awk '{ s += $1 } END { print s + 0 }')
+eq "unpaced: crossings dumped or folded" "$((thr + folded))" 10
+eq "unpaced: exit dump" "$(grep -c "^Dumping heap profile to $tmp/rush/p\.[0-9]*\.heap (Exiting, [0-9]* [a-zA-Z]* in use)$" "$tmp/rush.err")" 1
+eq "unpaced: log lines" "$(grep -vc '^#' "$tmp/rush/p.log")" "$n"
+
+# an API dump writes a queued threshold dump first, so the numbers stay in
+# order (restart: 10 KB at a 1000-byte interval, dump, stop, start, the
+# same again, exit)
+PROF_RUSH=1 HEAP_PROFILE_ALLOCATION_INTERVAL=1000 run apirush restart
+n=$(lsd "$tmp/apirush" | grep -c '\.heap$')
+eq "queued before the API's: files" "$(files apirush)" "$(nums "$n")"
+eq "queued before the API's: order" "$(sed -n "s|^Dumping heap profile to $tmp/apirush/p\.[0-9]*\.heap (||p" \
+	"$tmp/apirush.err" | sed 's/^[0-9]* MB allocated cumulatively.*/alloc/; s/^Exiting.*/Exiting/; s/)$//' |
+	uniq | tr '\n' ' ')" "alloc first session alloc second session Exiting "
+
 # same with R = 1 and with 10 KiB suffix syntax
 HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_ALLOCATION_INTERVAL=100K run alloc1 pattern 100 10240 free
 eq "allocation interval R=1: files" "$(files alloc1)" "$(nums 11)"

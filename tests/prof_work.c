@@ -45,6 +45,7 @@
 
 #include "heapalloc.h"
 #include "tests/check.h"
+#include "tests/prof_util.h"
 
 extern char **environ;
 void *volatile sink;
@@ -62,8 +63,10 @@ static void msleep(long ms)
 /* ---- truth ------------------------------------------------------------ */
 __attribute__((noinline)) void site_keep(int n)
 {
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		keep[i] = malloc(1000);
+		dumps_settle();
+	}
 }
 
 __attribute__((noinline)) void site_tiny(int n)
@@ -143,12 +146,17 @@ __attribute__((noinline)) void site_pattern(long n, size_t size, int how)
 	void **v = malloc((size_t)n * sizeof *v);
 	for (long i = 0; i < n; i++) {
 		v[i] = malloc(size);
-		if (how == 1)
+		dumps_settle();
+		if (how == 1) {
 			free(v[i]);
+			dumps_settle();
+		}
 	}
 	if (how == 2)
-		for (long i = 0; i < n; i++)
+		for (long i = 0; i < n; i++) {
 			free(v[i]);
+			dumps_settle();
+		}
 }
 
 /* ---- signal ---------------------------------------------------------- */
