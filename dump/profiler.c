@@ -141,6 +141,14 @@ static uint64_t inuse_of(const uint64_t t[2])
 	return t[0] > t[1] ? t[0] - t[1] : 0;
 }
 
+/* A new in-use high is due for the peak copy: taken once this thread's
+ * allocation is in the table (after its sample is recorded, if any). */
+static HA_TLS int peak_pending;
+/* This thread's last try at the copy found a dump being written: it tries
+ * again after PEAK_RETRY bytes, not at every allocation (alloc_room). */
+static HA_TLS int peak_deferred;
+#define PEAK_RETRY (256 * 1024)
+
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */
 static int64_t alloc_room(const uint64_t t[2])
 {
@@ -154,6 +162,8 @@ static int64_t alloc_room(const uint64_t t[2])
 		room = r < room ? r : room;
 	}
 	int64_t pr = ha_peak_room(inuse_of(t));
+	if (pr == 0 && peak_deferred)
+		pr = PEAK_RETRY;
 	room = pr < room ? pr : room;
 	return room < 0 ? 0 : room;
 }
@@ -182,15 +192,14 @@ static void mb_reason(char *buf, size_t cap, const char *what, uint64_t v, uint6
 
 static int dump_locked(const char *reason, uint64_t folded);
 
-/* A new in-use high is due for the peak copy: taken once this thread's
- * allocation is in the table (after its sample is recorded, if any). */
-static HA_TLS int peak_pending;
 
 static void take_peak(void)
 {
-	if (!ha_trylock(&ha_prof_dump_lock))
-		return;               /* a dump is being written: at the next sample */
-	peak_pending = 0;
+	if (!ha_trylock(&ha_prof_dump_lock)) {
+		peak_deferred = 1;    /* a dump is being written: a little later */
+		return;
+	}
+	peak_pending = peak_deferred = 0;
 	if (P.running) {
 		uint64_t t[2];
 		ha_prof_totals(t);
