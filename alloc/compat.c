@@ -5,7 +5,10 @@
  * bytes; the fast path's countdown stays 0, so every malloc comes here.
  *
  * A small block's header, the 16 bytes before the program's pointer:
- *     word 0   requested size
+ *     word 0   requested size (low 32 bits); a default-mode sample whose
+ *              record the allocator keeps (ha_prof_sampled_kept) also
+ *              holds the class it was charged as (bits 32-39) and the
+ *              record (bits 40-60), so its free needs no look-up
  *     word 1   ha_hdr_secret ^ session << 32 ^ flags (HA_HDR_SAMPLED,
  *              HA_HDR_ALIGNED), i.e. ha_hdr_mask for an ordinary block of
  *              the current session: one compare checks that the header is
@@ -66,6 +69,11 @@ static inline uint32_t hdr_session(const uint64_t *h)
 	uint64_t x = h[1] ^ __atomic_load_n(&ha_hdr_secret, __ATOMIC_RELAXED);
 	return ((uint32_t)x & ~(uint32_t)HA_HDR_FLAGS) == 0 ? (uint32_t)(x >> 32) : 0;
 }
+
+/* Word 0's fields (above). */
+#define HDR_REQ(w) ((size_t)(uint32_t)(w))
+#define HDR_CHARGE_CLASS(w) ((unsigned)((w) >> 32) & 0xff)
+#define HDR_REC(w) ((uint32_t)((w) >> 40) & 0x1fffff)
 
 static inline uint64_t hdr_flags(const uint64_t *h)
 {
@@ -130,15 +138,20 @@ static void note_alloc(ha_tcache *tc, void *p, uint64_t *h, size_t n)
 /* End of a compat small block's life (h: its header, checked). */
 static void forget_small(void *p, uint64_t *h)
 {
-	size_t req = (size_t)h[0];
+	size_t req = HDR_REQ(h[0]);
 	uint64_t flags = hdr_flags(h);
 	uint32_t session = hdr_session(h);
 	h[1] = 0;
 	if (ha_hot.prof_mode == HA_PROF_OFF || session != ha_prof_key)
 		return;
 	ha_tcache *tc = &ha_tc;
-	if (HA_UNLIKELY(flags & HA_HDR_SAMPLED))
-		ha_prof_on_free(p);
+	if (HA_UNLIKELY(flags & HA_HDR_SAMPLED)) {
+		if (HDR_REC(h[0]))
+			ha_prof_on_free_kept(p, HDR_REC(h[0]),
+					     ha_class_size[HDR_CHARGE_CLASS(h[0])]);
+		else
+			ha_prof_on_free(p);
+	}
 	if (counting(tc)) {
 		ha_books_req(tc, 1, req);
 		ha_books_freed(tc, (int64_t)req);
@@ -220,7 +233,7 @@ static HA_NOINLINE void free_odd(ha_span *s, void *p)
 	int64_t c = 0;
 	if (h) {
 		if (hdr_flags(h) & HA_HDR_CLASS) {   /* undo the sample's books correction */
-			c = ha_class_size[ha_size_to_class((size_t)h[0])];
+			c = ha_class_size[ha_size_to_class(HDR_REQ(h[0]))];
 			ha_books_big(&ha_tc, (int64_t)s->size - c);
 		}
 		forget_small(p, h);
@@ -252,9 +265,13 @@ void *ha_sample_block(ha_tcache *tc, size_t n, size_t charge)
 	return h + 2;
 }
 
-void ha_sample_mark(void *p)
+void ha_sample_mark(void *p, uint32_t rec, size_t charge)
 {
-	((uint64_t *)p)[-1] ^= HA_HDR_SAMPLED;
+	uint64_t *h = (uint64_t *)p - 2;
+	h[1] ^= HA_HDR_SAMPLED;
+	if (rec)
+		h[0] = HDR_REQ(h[0]) | (uint64_t)ha_size_to_class(charge) << 32 |
+		       (uint64_t)rec << 40;
 }
 
 /* A free whose bytes ran out this thread's freed-bytes budget. */
@@ -322,11 +339,11 @@ int ha_compat_realloc_here(const ha_span *s, void *p, uint64_t *h, size_t n)
 			return 0;
 		/* its books count word 0's class: follow it (growth is allocated) */
 		int64_t d = (int64_t)ha_class_size[ha_size_to_class(n)] -
-			    (int64_t)ha_class_size[ha_size_to_class((size_t)h[0])];
+			    (int64_t)ha_class_size[ha_size_to_class(HDR_REQ(h[0]))];
 		ha_books_big(tc, d);
 		if (d > 0)
 			ha_books_alloc(tc, d);
-		h[0] = n;
+		h[0] = (h[0] & ~(uint64_t)0xffffffff) | n;   /* the record stays */
 		return 1;
 	}
 	if (!counting(tc)) {

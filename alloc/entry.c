@@ -139,8 +139,9 @@ static void *sample_small(ha_tcache *tc, size_t n, int zero, size_t charge)
 	if (zero)
 		memset(p, 0, n);
 	ha_books_publish(tc, 0);
-	if (ha_prof_sampled(p, n, charge))
-		ha_sample_mark(p);
+	uint32_t rec = ha_prof_sampled_kept(p, n, charge);
+	if (rec)
+		ha_sample_mark(p, rec, charge);
 	return p;
 }
 

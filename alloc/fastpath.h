@@ -123,8 +123,9 @@ void ha_compat_free_small(ha_span *s, void *p) HA_NOINLINE;
  * block with a compat header flagged HA_HDR_CLASS (its books count
  * `charge`), or NULL (no class fits, no memory). */
 void *ha_sample_block(ha_tcache *tc, size_t n, size_t charge);
-/* The profiler recorded the sample at p (from ha_sample_block). */
-void ha_sample_mark(void *p);
+/* The profiler recorded the sample at p (from ha_sample_block) charged
+ * `charge` bytes; rec: the record it gave to keep in p's header, or 0. */
+void ha_sample_mark(void *p, uint32_t rec, size_t charge);
 /* End of a big block's life (v: its header word, read before the block
  * moved or went away; p its address then): report a sampled block, count
  * a compat block. */

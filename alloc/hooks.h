@@ -37,6 +37,12 @@ int ha_prof_due(int64_t before, size_t charge, int64_t *next);
 int ha_prof_sampled(void *p, size_t req, size_t size);
 /* A recorded block is being freed (before its memory is reused). */
 void ha_prof_on_free(void *p);
+/* The same for a small sample whose record the allocator keeps in the
+ * block's header, so the profiler remembers nothing per block: returns
+ * the record (nonzero, < 2^20 + 1) or 0 when not recorded; its free hands
+ * the record and `size` back. */
+uint32_t ha_prof_sampled_kept(void *p, size_t req, size_t size);
+void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size);
 /* This thread's freed-bytes budget ran out: check the dump thresholds;
  * returns the next budget (INT64_MAX: none). */
 int64_t ha_prof_check(void);

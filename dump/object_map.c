@@ -214,6 +214,34 @@ int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, 
 	return 1;
 }
 
+int ha_objmap_count(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, size_t req,
+		    uint32_t *idx)
+{
+	stripe *st = &stripes[mix(p) & (NSTRIPES - 1)];
+	ha_plock_lock(&st->lock);
+	/* our stripe lock keeps the table alive while we look (prof.h) */
+	ha_bucket *b = ha_table_find(th, pcs, depth, req);
+	if (b) {
+		__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+		*idx = b->idx;
+	}
+	ha_plock_unlock(&st->lock);
+	return b ? 1 : -1;
+}
+
+void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req)
+{
+	stripe *st = &stripes[mix(p) & (NSTRIPES - 1)];
+	ha_plock_lock(&st->lock);
+	ha_bucket *b = ha_table_bucket_live(idx);   /* NULL once profiling stopped */
+	if (b) {
+		__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
+	}
+	ha_plock_unlock(&st->lock);
+}
+
 int ha_objmap_remove(uintptr_t p)
 {
 	if (HA_UNLIKELY(!storable(p)))

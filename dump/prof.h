@@ -236,6 +236,8 @@ ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req
 /* The bucket numbered idx (ha_bucket.idx), which exists.  The caller holds
  * an object-map stripe lock or the table lock. */
 ha_bucket *ha_table_bucket(uint32_t idx);
+/* The same, or NULL when idx is no bucket of the live table (stopped). */
+ha_bucket *ha_table_bucket_live(uint32_t idx);
 /* Snapshot every bucket into raw memory; *n lines.  NULL on ENOMEM. */
 ha_line *ha_table_snapshot(size_t *n);
 uint32_t ha_table_size_key(size_t req);
@@ -257,6 +259,14 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
 int ha_objmap_record(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req);
 /* Forget p and subtract it from its bucket; 1 if it was known. */
 int ha_objmap_remove(uintptr_t p);
+/* A sample the allocator keeps the record of (ha_prof_sampled_kept):
+ * ha_objmap_count is ha_objmap_record without remembering p (1, with the
+ * bucket's index in *idx, or -1: no such bucket yet); ha_objmap_free_kept
+ * counts its free in bucket idx, nothing once profiling has stopped.  Both
+ * hold p's stripe lock, which keeps the table alive. */
+int ha_objmap_count(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req,
+		    uint32_t *idx);
+void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
 void ha_objmap_lock_all(void);
 void ha_objmap_unlock_all(void);

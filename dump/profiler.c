@@ -335,8 +335,10 @@ void ha_prof_write_pending(void)
 /* the allocator hooks                                                 */
 
 /* Inlined into ha_prof_on_alloc so that the unwinder is called from the
- * hook's own frame (dump/prof.h, stack capture). */
-static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled)
+ * hook's own frame (dump/prof.h, stack capture).  kept: the allocator keeps
+ * the record (the bucket's index + 1 goes there), else the object map. */
+static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled,
+								uint32_t *kept)
 {
 	uintptr_t raw[HA_STACK_RAW];
 	int want = ha_stack_want(), at;   /* unwind with no lock held */
@@ -350,17 +352,25 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	const uintptr_t *pcs = raw + at;
 	uint64_t h = ha_table_hash(pcs, depth, req);
 	/* the common case, a known stack: one stripe lock, no table lock */
-	int r = ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
+	uint32_t idx = 0;
+	int r = kept ? ha_objmap_count((uintptr_t)p, h, pcs, depth, req, &idx)
+		     : ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
 	if (HA_LIKELY(r >= 0)) {
 		if (r) {
 			*sampled = 1;
+			if (kept)
+				*kept = idx + 1;
 			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
 		}
 		return;
 	}
 	ha_table_lock();
 	ha_bucket *b = ha_table_record_hashed(h, pcs, depth, req);
-	if (b) {
+	if (b && kept) {
+		*sampled = 1;
+		*kept = b->idx + 1;
+		__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
+	} else if (b) {
 		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
 			*sampled = 1;
 			__atomic_fetch_add(&P.samples, 1, __ATOMIC_RELAXED);
@@ -417,11 +427,8 @@ int ha_prof_due(int64_t before, size_t charge, int64_t *next)
 	return sample;
 }
 
-/* A sampled block's line counts `size` (the allocated unit: pprof's
- * unsampling then stays unbiased, the chance of a sample following the
- * countdown's charge); recording every allocation needs no unsampling and
- * counts requested bytes. */
-int ha_prof_sampled(void *p, size_t req, size_t size)
+static inline __attribute__((always_inline)) int sampled(void *p, size_t req, size_t size,
+							  uint32_t *kept)
 {
 	if (P.r <= 1)
 		size = req;
@@ -432,12 +439,28 @@ int ha_prof_sampled(void *p, size_t req, size_t size)
 	if (!P.running || ha_prof_busy)
 		return 0;
 	ha_prof_busy = 1;
-	int sampled = 0;
-	record_sample(p, size, &sampled);
+	int done = 0;
+	record_sample(p, size, &done, kept);
 	if (HA_UNLIKELY(peak_pending))
 		take_peak();
 	ha_prof_busy = 0;
-	return sampled;
+	return done;
+}
+
+/* A sampled block's line counts `size` (the allocated unit: pprof's
+ * unsampling then stays unbiased, the chance of a sample following the
+ * countdown's charge); recording every allocation needs no unsampling and
+ * counts requested bytes. */
+int ha_prof_sampled(void *p, size_t req, size_t size)
+{
+	return sampled(p, req, size, NULL);
+}
+
+uint32_t ha_prof_sampled_kept(void *p, size_t req, size_t size)
+{
+	uint32_t kept = 0;
+	sampled(p, req, size, &kept);
+	return kept;
 }
 
 void ha_prof_on_free(void *p)
@@ -448,6 +471,13 @@ void ha_prof_on_free(void *p)
 	if (HA_UNLIKELY(fork_window))
 		return;
 	ha_objmap_remove((uintptr_t)p);
+}
+
+void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size)
+{
+	if (HA_UNLIKELY(fork_window) || !rec)
+		return;
+	ha_objmap_free_kept((uintptr_t)p, rec - 1, size);
 }
 
 int64_t ha_prof_check(void)

@@ -208,6 +208,13 @@ ha_bucket *ha_table_bucket(uint32_t idx)
 	return byidx[idx];
 }
 
+ha_bucket *ha_table_bucket_live(uint32_t idx)
+{
+	if (!byidx || idx >= __atomic_load_n(&nbuckets, __ATOMIC_ACQUIRE))
+		return NULL;
+	return byidx[idx];
+}
+
 /* The caller holds the table lock (the bucket stays put meanwhile). */
 ha_line *ha_table_snapshot(size_t *n)
 {
