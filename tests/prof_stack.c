@@ -1,12 +1,12 @@
 /* tests/prof_stack.c — unit tier for dump/stack.c, compiled straight from
- * the source (tests/prof.am): a fresh thread's first stacks come from the
- * shared rows, frame for frame what libunwind's fast trace returns, without
- * the fast trace's per-thread table (its page faults); through a frame
- * with a variable-length array (CFA on RBP), through libc (qsort's
- * comparator) and through signal handlers, raised and asynchronous (where
- * the rows hand over to the fast trace); once an object has been unloaded
- * the rows are left alone.  Past its first stacks a thread walks by the
- * frame rules, again without the fast trace's table.
+ * the source (tests/prof.am): a fresh thread's stacks come from the shared
+ * rows or the frame rules learned from them, frame for frame what
+ * libunwind's fast trace returns, without the fast trace's per-thread
+ * table (its page faults); through a frame with a variable-length array
+ * (CFA on RBP), through libc (qsort's comparator) and through signal
+ * handlers, raised and asynchronous (where the rows hand over to the fast
+ * trace); a long-lived thread never builds that table either; once an
+ * object has been unloaded the rows and rules are left alone.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
