@@ -148,7 +148,7 @@ static void forget_small(void *p, uint64_t *h)
 	if (HA_UNLIKELY(flags & HA_HDR_SAMPLED)) {
 		if (HDR_REC(h[0]))
 			ha_prof_on_free_kept(p, HDR_REC(h[0]),
-					     ha_class_size[HDR_CHARGE_CLASS(h[0])]);
+					     ha_class_size[HDR_CHARGE_CLASS(h[0])], session);
 		else
 			ha_prof_on_free(p);
 	}
@@ -263,6 +263,12 @@ void *ha_sample_block(ha_tcache *tc, size_t n, size_t charge)
 	/* the books count `charge` for it, as the countdown did */
 	ha_books_big(tc, (int64_t)charge - (int64_t)ha_class_size[cls]);
 	return h + 2;
+}
+
+int ha_alloc_session_live(uint32_t session)
+{
+	return __atomic_load_n(&ha_hot.prof_mode, __ATOMIC_ACQUIRE) != HA_PROF_OFF &&
+	       __atomic_load_n(&ha_prof_key, __ATOMIC_RELAXED) == session;
 }
 
 void ha_sample_mark(void *p, uint32_t rec, size_t charge)

@@ -42,7 +42,7 @@ void ha_prof_on_free(void *p);
  * the record (nonzero, < 2^20 + 1) or 0 when not recorded; its free hands
  * the record and `size` back. */
 uint32_t ha_prof_sampled_kept(void *p, size_t req, size_t size);
-void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size);
+void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session);
 /* This thread's freed-bytes budget ran out: check the dump thresholds;
  * returns the next budget (INT64_MAX: none). */
 int64_t ha_prof_check(void);
@@ -82,5 +82,8 @@ void ha_books(uint64_t out[2], uint64_t req[2]);
 void ha_alloc_mmap_profiling(int on);
 /* The calling thread's next allocation calls ha_prof_due. */
 void ha_alloc_call_back_next(void);
+/* Whether profiling still runs the session a block was counted in (its
+ * header's): a record kept in a block is only good for its own session. */
+int ha_alloc_session_live(uint32_t session);
 
 #endif

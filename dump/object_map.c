@@ -230,11 +230,12 @@ int ha_objmap_count(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, s
 	return b ? 1 : -1;
 }
 
-void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req)
+void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session)
 {
 	stripe *st = &stripes[mix(p) & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
-	ha_bucket *b = ha_table_bucket_live(idx);   /* NULL once profiling stopped */
+	/* a stop (and a new start) since the caller looked: not this table's */
+	ha_bucket *b = ha_alloc_session_live(session) ? ha_table_bucket_live(idx) : NULL;
 	if (b) {
 		__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);

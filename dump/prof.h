@@ -262,11 +262,12 @@ int ha_objmap_remove(uintptr_t p);
 /* A sample the allocator keeps the record of (ha_prof_sampled_kept):
  * ha_objmap_count is ha_objmap_record without remembering p (1, with the
  * bucket's index in *idx, or -1: no such bucket yet); ha_objmap_free_kept
- * counts its free in bucket idx, nothing once profiling has stopped.  Both
+ * counts its free in bucket idx, nothing once the block's session (the
+ * allocator's) has ended.  Both
  * hold p's stripe lock, which keeps the table alive. */
 int ha_objmap_count(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req,
 		    uint32_t *idx);
-void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req);
+void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
 void ha_objmap_lock_all(void);
 void ha_objmap_unlock_all(void);

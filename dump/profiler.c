@@ -473,11 +473,11 @@ void ha_prof_on_free(void *p)
 	ha_objmap_remove((uintptr_t)p);
 }
 
-void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size)
+void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
 {
 	if (HA_UNLIKELY(fork_window) || !rec)
 		return;
-	ha_objmap_free_kept((uintptr_t)p, rec - 1, size);
+	ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
 }
 
 int64_t ha_prof_check(void)

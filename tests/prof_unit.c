@@ -19,6 +19,8 @@ void ha_raw_free(void *p) { free(p); }
 void *ha_dump_mem(size_t n) { return malloc(n); }
 void ha_dump_mem_free(void *p) { free(p); }
 HA_TLS unsigned ha_locks_held;
+static uint32_t session_now = 7;
+int ha_alloc_session_live(uint32_t session) { return session == session_now; }
 
 static void sampler(void)
 {
@@ -215,6 +217,24 @@ static void objmap_and_table(void)
 			CHECK_EQ(ha_objmap_remove(0x7f0000000000ull + (uintptr_t)a * 16), 1);
 	ha_objmap_stats(&objs, &mem);
 	CHECK_EQ(objs, 0);
+	/* a record kept by the allocator: counted in its bucket without the
+	 * map, its free counted back only while its session lives */
+	uint32_t idx = 99;
+	pcs[0] = 0x1000 + 3;
+	uint64_t a0 = b[3]->alloc_count, f0 = b[3]->free_count, fb0 = b[3]->free_bytes;
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, ha_table_hash(pcs, 3, 100), pcs, 3, 100, &idx), 1);
+	CHECK_EQ(idx, b[3]->idx);
+	CHECK_EQ(b[3]->alloc_count, a0 + 1);
+	uintptr_t nope[3] = { 0x9000, 0x2000, 0x3000 };
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, ha_table_hash(nope, 3, 100), nope, 3, 100, &idx), -1);
+	ha_objmap_free_kept(0x7e0000000000ull, b[3]->idx, 112, session_now);
+	CHECK_EQ(b[3]->free_count, f0 + 1);
+	CHECK_EQ(b[3]->free_bytes, fb0 + 112);
+	ha_objmap_free_kept(0x7e0000000000ull, b[3]->idx, 112, session_now - 1);   /* ended */
+	ha_objmap_free_kept(0x7e0000000000ull, NB + 5, 112, session_now);          /* no bucket */
+	CHECK_EQ(b[3]->free_count, f0 + 1);
+	ha_objmap_stats(&objs, &mem);
+	CHECK_EQ(objs, 0);
 	size_t n = 0;
 	ha_table_lock();
 	ha_line *lines = ha_table_snapshot(&n);
@@ -228,6 +248,8 @@ static void objmap_and_table(void)
 	ha_table_destroy();
 	ha_objmap_unlock_all();
 	ha_table_unlock();
+	/* after a stop the table is gone: nothing to count, nothing touched */
+	ha_objmap_free_kept(0x7e0000000000ull, 0, 112, session_now);
 }
 
 int main(void)
