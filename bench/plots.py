@@ -7,13 +7,16 @@ failed or skipped run is a red × on the 1× line.  Drawn with matplotlib (Agg
 backend, Debian's python3-matplotlib); without it there is no chart and
 bench/run still writes the tables.
 """
-import importlib
 import os
 import sys
 
 import report
 
-DEBIAN_DIST = "/usr/lib/python3/dist-packages"
+# the same matplotlib lookup the timeline command uses (Debian's package
+# seen from a pyenv or venv python3 too)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from ha_timeline import have_matplotlib  # noqa: E402
+
 # log2 of the axis' ends: 1/8x ... 32x
 LO, HI = -3, 5
 PALETTE = {"glibc": "#7f7f7f", "heapalloc": "#d62728", "heapalloc-prof": "#ff7f0e",
@@ -23,28 +26,6 @@ PALETTE = {"glibc": "#7f7f7f", "heapalloc": "#d62728", "heapalloc-prof": "#ff7f0
            "tcmalloc-heapprof": "#6baed6", "jemalloc": "#2ca02c", "jemalloc-prof": "#98df8a",
            "mimalloc": "#9467bd"}
 PANELS = (("wall", "wall time"), ("rss", "peak RSS"))
-
-
-def have_matplotlib():
-    """Whether matplotlib imports; a python3 from pyenv or a venv first on
-    PATH does not see Debian's python3-matplotlib, so its directory is tried
-    too."""
-    try:
-        importlib.import_module("matplotlib")
-        return True
-    except ImportError:
-        pass
-    if DEBIAN_DIST in sys.path or not os.path.isdir(DEBIAN_DIST):
-        return False
-    sys.path.append(DEBIAN_DIST)
-    try:
-        importlib.import_module("matplotlib")
-        return True
-    except Exception:     # built for another Python: as good as missing
-        sys.path.remove(DEBIAN_DIST)
-        for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-            del sys.modules[name]
-        return False
 
 
 def ratios(allocs, runs):
