@@ -390,33 +390,37 @@ static int probe_row(const void *row, uintptr_t ip, uintptr_t s, uintptr_t b, ui
 	return 0;
 }
 
-/* The rule of the frame at *c (IP ip) whose row is known good: the CFA,
- * RA and RBP offsets from the real frame, and which register the CFA
- * follows from two made-up register sets that tell RSP and RBP apart.
- * RULE_NONE for anything else (expressions, registers saved in registers,
- * frames beyond the scratch's reach): those frames keep the rows. */
-static struct rule rule_of(const unw_cursor_t *c, uintptr_t ip, const void *row)
+static void scratch_fill(void)
+{
+	if (!scratch[0])
+		for (int i = 0; i < SCRATCH_WORDS; i++)
+			scratch[i] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
+}
+
+/* The rule of a frame (IP ip, RSP sp, RBP bp) whose row is known good, from
+ * `after`: that frame's cursor with the row applied (a: what
+ * unw_apply_reg_state returned).  The CFA, RA and RBP offsets come from the
+ * real frame, and which register the CFA follows from two made-up register
+ * sets that tell RSP and RBP apart.  RULE_NONE for anything else
+ * (expressions, registers saved in registers, frames beyond the scratch's
+ * reach): those frames keep the rows.  Under the writer flag. */
+static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t bp, uintptr_t ip,
+			   const void *row)
 {
 	struct rule r = { 0, 0, RULE_NONE, 0 };
-	unw_cursor_t real = *c;
-	unw_word_t sp, bp, cfa;
+	unw_word_t cfa;
 	unw_save_loc_t l;
-	if (unw_get_reg(&real, UNW_REG_SP, &sp) < 0 || unw_get_reg(&real, UNW_X86_64_RBP, &bp) < 0)
-		return r;
-	int a = unw_apply_reg_state(&real, (void *)row);
-	if (a == 0 || (a > 0 && unw_get_save_loc(&real, UNW_X86_64_RBP, &l) == 0 &&
+	if (a == 0 || (a > 0 && unw_get_save_loc(after, UNW_X86_64_RBP, &l) == 0 &&
 		       l.type == UNW_SLT_NONE)) {
 		r.kind = RULE_END;        /* the walk stops here, as unw_step does */
 		return r;
 	}
-	if (a < 0 || unw_get_reg(&real, UNW_REG_SP, &cfa) < 0)
+	if (a < 0 || unw_get_reg(after, UNW_REG_SP, &cfa) < 0)
 		return r;
 	int64_t osp = (int64_t)(cfa - sp), obp = (int64_t)(cfa - bp);
 	if (osp < 8 || osp > (int64_t)sizeof scratch / 2)
 		return r;
-	if (!scratch[0])
-		for (int i = 0; i < SCRATCH_WORDS; i++)
-			scratch[i] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
+	scratch_fill();
 	uintptr_t lo = (uintptr_t)scratch, hi = lo + sizeof scratch - 64;
 	int kind = RULE_NONE, saved = 0;
 	int64_t rbp_off = 0;
@@ -467,33 +471,32 @@ static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_
 	return 1;                 /* stop iterating */
 }
 
-/* The row for the frame at *c (its IP is ip), from its FDE, kept in the
- * table when there is room and no other writer; tmp holds it otherwise.
- * Only a call's frame gets a row: its caller's IP is stored at CFA - 8 and
- * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
- * the IP elsewhere, and the frame it interrupted must be looked up at its
- * exact IP, so no_row sends such stacks to the fast trace. */
-static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
+/* Whether a row applied to a frame's cursor (a: unw_apply_reg_state's
+ * result, after: the cursor) describes a call's frame: the end of the stack,
+ * or the return address stored at CFA - 8. */
+static int row_fits(int a, unw_cursor_t *after)
 {
-	unw_cursor_t probe = *c;  /* iterating moves the cursor's own state */
+	unw_save_loc_t ra;
+	unw_word_t cfa;
+	return a == 0 ||
+	       (a > 0 && unw_get_save_loc(after, UNW_X86_64_RIP, &ra) == 0 &&
+		unw_get_reg(after, UNW_REG_SP, &cfa) == 0 && ra.type == UNW_SLT_MEMORY &&
+		ra.u.addr == cfa - 8);
+}
+
+/* The row of ip from its FDE into tmp (c: a cursor at the frame; iterating
+ * moves the cursor's own state, so a copy is used).  1 if found. */
+static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
+{
+	unw_cursor_t probe = *c;
 	struct pick p = { ip - 1, tmp, 0 };
-	const void *row = no_row;
-	if (unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found) {
-		unw_save_loc_t ra;
-		unw_word_t cfa;
-		probe = *c;
-		int r = unw_apply_reg_state(&probe, tmp);
-		if (r == 0 ||
-		    (r > 0 && unw_get_save_loc(&probe, UNW_X86_64_RIP, &ra) == 0 &&
-		     unw_get_reg(&probe, UNW_REG_SP, &cfa) == 0 &&
-		     ra.type == UNW_SLT_MEMORY && ra.u.addr == cfa - 8))
-			row = tmp;
-	}
-	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
-		return row;
-	struct rule rule = { 0, 0, RULE_NONE, 0 };
-	if (row != no_row)
-		rule = rule_of(c, ip, row);
+	return unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
+}
+
+/* Keep ip's row (or no_row) and rule in the table when there is room; under
+ * the writer flag.  Returns the row as kept, or row itself. */
+static const void *keep(uintptr_t ip, const void *row, struct rule rule)
+{
 	unsigned s = slot_of(ip);
 	for (int i = 0; i < PROBES && slots_used < NSLOTS / 2; i++, s = (s + 1) & (NSLOTS - 1)) {
 		if (slots[s].ip == ip)
@@ -513,8 +516,73 @@ static const void *learn_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
 		break;
 	}
+	return row;
+}
+
+/* The row for the frame at *c (its IP is ip), from its FDE, kept in the
+ * table when there is room and no other writer; tmp holds it otherwise.
+ * *c moves to the caller's frame when the row applies (*a: the result of
+ * that; -2 when not applied).
+ * Only a call's frame gets a row: its caller's IP is stored at CFA - 8 and
+ * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
+ * the IP elsewhere, and the frame it interrupted must be looked up at its
+ * exact IP, so no_row sends such stacks to the fast trace. */
+static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
+{
+	const void *row = no_row;
+	unw_word_t sp = 0, bp = 0;
+	*a = -2;
+	if (fetch_row(c, ip, tmp) && unw_get_reg(c, UNW_REG_SP, &sp) == 0 &&
+	    unw_get_reg(c, UNW_X86_64_RBP, &bp) == 0) {
+		*a = unw_apply_reg_state(c, tmp);
+		if (row_fits(*a, c))
+			row = tmp;
+	}
+	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+		return row;
+	struct rule rule = { 0, 0, RULE_NONE, 0 };
+	if (row != no_row)
+		rule = rule_of(c, *a, (uintptr_t)sp, (uintptr_t)bp, ip, row);
+	row = keep(ip, row, rule);
 	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
 	return row;
+}
+
+static unsigned learned_at;       /* frames learned by learn_at (tests) */
+
+/* Learn the frame at ip (a return address) whose RSP and RBP are sp and bp,
+ * as the rule walk found them, on a made-up context whose other registers
+ * point into scratch.  Kept only when its rule needs no other register
+ * (RULE_SP, RULE_BP, RULE_END).  1: ip has a slot now, the rule walk goes
+ * on; 0: the caller walks the real registers through the rows instead,
+ * which learn the frame there.  So a stack with a few new frames is
+ * learned without replaying the rows of all the others. */
+static int learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= NSLOTS / 2 ||
+	    __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS ||
+	    __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	ucontext_t uc;
+	unw_cursor_t c;
+	unsigned char row[ROW_BYTES] __attribute__((aligned(16)));
+	scratch_fill();
+	memset(&uc, 0, sizeof uc);
+	for (int k = 0; k < NGREG; k++)
+		uc.uc_mcontext.gregs[k] = (greg_t)(uintptr_t)&scratch[SCRATCH_WORDS / 2];
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+	if (!slot_at(ip) && unw_init_local(&c, &uc) >= 0 && fetch_row(&c, ip, row)) {
+		int a = unw_apply_reg_state(&c, row);
+		if (row_fits(a, &c)) {
+			struct rule got = rule_of(&c, a, sp, bp, ip, row);
+			if (got.kind != RULE_NONE && keep(ip, row, got) != row)
+				learned_at++;
+		}
+	}
+	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
+	return slot_at(ip) != NULL;
 }
 
 /* Entries of tmp from the one equal to first (the hook's return address)
@@ -558,15 +626,18 @@ __attribute__((noinline)) static int shared_unwind(void **buf, int size, void *f
 		return fast_trace_from(buf, size, first);
 	while (n < size + 4) {
 		const void *row = row_of((uintptr_t)ip);
+		int a = -2;
 		if (!row) {
 			if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= NSLOTS / 2 ||
 			    __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS)
 				return fast_trace_from(buf, size, first);
-			row = learn_row(&c, (uintptr_t)ip, row_tmp);
+			row = learn_row(&c, (uintptr_t)ip, row_tmp, &a);
 		}
 		if (row == no_row)
 			return fast_trace_from(buf, size, first);
-		if (unw_apply_reg_state(&c, (void *)row) <= 0)
+		if (a == -2)
+			a = unw_apply_reg_state(&c, (void *)row);
+		if (a <= 0)
 			break;
 		unw_save_loc_t rbp;
 		if (unw_get_save_loc(&c, UNW_X86_64_RBP, &rbp) < 0 || rbp.type == UNW_SLT_NONE)
@@ -626,27 +697,36 @@ void ha_stack_postfork(int child, int open)
 		__atomic_store_n(&unwind_gate, 0, __ATOMIC_RELEASE);
 }
 
-/* The walk by rules from the caller of stack_unwind (whose frame pointer
- * gives its return address, CFA and the caller's RBP): -1 as soon as a
- * frame has no rule, so the caller takes the rows instead. */
-static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
-							   const uintptr_t *fp)
+/* Where a rule walk stands: the next frame's IP, RSP and RBP, and how many
+ * frames are in buf. */
+struct walk { uintptr_t ip, sp, bp; int n; };
+enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
+
+/* The walk by rules, from w on: WALK_DONE (w->n frames), or WALK_UNKNOWN
+ * at a frame never met (w stands at it: learn it and walk on), or
+ * WALK_NO_RULE when a frame has no rule (the caller takes the rows). */
+static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w)
 {
-	uintptr_t ip = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
-	int n = 0;
+	uintptr_t ip = w->ip, sp = w->sp, bp = w->bp;
+	int n = w->n, st = WALK_DONE;
 	while (n < size) {
 		buf[n++] = (void *)ip;
+		if (n == size)
+			break;            /* the last frame kept needs no rule */
 		const struct slot *s = slot_at(ip);
-		if (!s)
-			return -1;
+		if (!s) {
+			n--;
+			st = WALK_UNKNOWN;
+			break;
+		}
 		struct rule r = s->rule;
 		if (r.kind == RULE_END)
 			break;
 		if (r.kind == RULE_NONE)
-			return -1;
+			return WALK_NO_RULE;
 		uintptr_t cfa = (r.kind == RULE_SP ? sp : bp) + (uintptr_t)(intptr_t)r.cfa_off;
 		if (cfa <= sp || cfa - sp > ((uintptr_t)1 << 26))
-			return -1;        /* not a frame of this stack: ask libunwind */
+			return WALK_NO_RULE;   /* not a frame of this stack: ask libunwind */
 		if (r.rbp_saved)
 			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
 		ip = *(const uintptr_t *)(cfa - 8);
@@ -654,12 +734,27 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 		if (ip < 0x4000)
 			break;
 	}
-	return n;
+	w->ip = ip;
+	w->sp = sp;
+	w->bp = bp;
+	w->n = n;
+	return st;
+}
+
+/* A walk from fp (a frame pointer: the caller's RBP, then the return
+ * address) by the rules learned so far: the frame count, or -1 when a frame
+ * has no rule or was never met. */
+static inline __attribute__((always_inline)) int rule_walk_from(void **buf, int size,
+								const uintptr_t *fp)
+{
+	struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
+	return rule_walk(buf, size, &w) == WALK_DONE ? w.n : -1;
 }
 
 /* The unwinder the sampling hook calls from its own frame (profiler.c),
  * so that no extra frame of ours has to be walked and then dropped: the
- * rules walk from the hook's frame, and the rows start at it. */
+ * rules walk from the hook's frame (learning the frames they meet for the
+ * first time), and the rows start at it. */
 static int stack_unwind(void **buf, int size)
 {
 	const uintptr_t *fp = __builtin_frame_address(0);
@@ -669,9 +764,19 @@ static int stack_unwind(void **buf, int size)
 	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
 	if (HA_LIKELY(!__atomic_load_n(&rows_off, __ATOMIC_RELAXED)) &&
 	    (HA_LIKELY(walks++ % RECHECK) || rows_valid())) {
-		int n = rule_walk(buf, size, fp);
-		if (HA_LIKELY(n >= 0))
-			return n;
+		struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
+		for (;;) {
+			int st = rule_walk(buf, size, &w);
+			if (HA_LIKELY(st == WALK_DONE))
+				return w.n;
+			if (st == WALK_NO_RULE)
+				break;
+			gate_enter();
+			int on = learn_at(w.ip, w.sp, w.bp);
+			gate_leave();
+			if (!on)
+				break;
+		}
 	}
 	gate_enter();
 	int n = shared_unwind(buf, size, (void *)fp[1]);

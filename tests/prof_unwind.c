@@ -3,6 +3,8 @@
  * unw_backtrace of the same stack, whether it was walked by the frame
  * rules, by the shared rows or by libunwind's fast trace; and a stack
  * whose frames are all learned must be walked by the rules alone.
+ * A stack met for the first time below frames already learned is learned
+ * from where the rules stop (learn_at), not by replaying every row.
  * Shapes: plain recursion (CFA from RSP), alloca of changing size (CFA
  * from RBP, learned at one size and walked at others), a frame too big
  * for a rule, a signal handler's frame, another thread.
@@ -43,7 +45,7 @@ static __attribute__((noinline)) void capture(int want_rules, int expect_none)
 {
 	void *lib[N], *hook[N], *rules[N];
 	int nh = stack_unwind(hook, N);             /* learns what it meets */
-	int nr = rule_walk(rules, N, __builtin_frame_address(0));
+	int nr = rule_walk_from(rules, N, __builtin_frame_address(0));
 	int nl = unw_backtrace(lib, N);
 	__asm__ volatile("" ::: "memory");
 	REQUIRE(nl > 2 && nh > 1);
@@ -86,6 +88,16 @@ static __attribute__((noinline)) void rec(int d, int want)
 	else
 		rec(d - 1, want);
 	sink++;                  /* no tail call: every level keeps a frame */
+}
+
+/* New callers of known frames: the walk learns just them, from the
+ * registers it has reached, and the very first capture is by rules. */
+static __attribute__((noinline)) void fresh_caller(int d)
+{
+	unsigned before = learned_at;
+	rec(d, 1);
+	CHECK(learned_at > before);
+	sink++;
 }
 
 static __attribute__((noinline)) void with_alloca(int d, size_t n, int want)
@@ -137,6 +149,9 @@ int main(void)
 		rec(d, 0);
 	for (int d = 0; d < 20; d++)
 		rec(d, 1);
+
+	fresh_caller(3);
+	fresh_caller(7);
 
 	/* alloca: RSP moves by the alloca's size, so only an RBP rule is right */
 	with_alloca(4, 64, 0);
