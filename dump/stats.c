@@ -112,25 +112,26 @@ static void keep_top(proc_mem *m, const region *r)
 		m->top[low] = *r;
 }
 
-/* A mapping's header line: "start-end perms offset dev inode   path". */
+/* A mapping's header line: "start-end perms offset dev inode   path".  The
+ * five fields are skipped a space at a time with memchr (the line is some
+ * 75 bytes before its path). */
 static int header_path(const char *l, size_t n, char *path)
 {
-	int field = 0;
-	size_t i = 0;
 	if (n == 0 || !((l[0] >= '0' && l[0] <= '9') || (l[0] >= 'a' && l[0] <= 'f')))
 		return 0;
-	for (; i < n && field < 5; i++)
-		if (l[i] == ' ') {
-			field++;
-			while (i + 1 < n && l[i + 1] == ' ' && field < 5)
-				i++;
-		}
-	if (field < 5)
-		return 0;
-	while (i < n && l[i] == ' ')
-		i++;
-	size_t k = n - i < PATH_CAP - 1 ? n - i : PATH_CAP - 1;
-	memcpy(path, l + i, k);
+	const char *p = l, *end = l + n;
+	for (int field = 0; field < 5; field++) {
+		const char *sp = memchr(p, ' ', (size_t)(end - p));
+		if (!sp)
+			return 0;
+		p = sp + 1;
+		while (p < end && *p == ' ' && field < 4)
+			p++;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	size_t k = (size_t)(end - p) < PATH_CAP - 1 ? (size_t)(end - p) : PATH_CAP - 1;
+	memcpy(path, p, k);
 	path[k] = 0;
 	if (!k)
 		strcpy(path, "[anon]");
@@ -154,6 +155,78 @@ static void smaps_line(const char *l, size_t n, void *arg)
 		memset(&m->cur, 0, sizeof m->cur);
 		memcpy(m->cur.path, path, sizeof path);
 		m->have_cur = 1;
+	}
+}
+
+/* The field line at p (in [p, end)) starting with c and then key (c then
+ * key: "Rss:" is 'R' + "ss:"), at a line start: its start, or NULL when
+ * it is not in [p, end).  memchr on the field's first letter: among the
+ * field names of a mapping only "Rss:" and "Referenced:" hold an 'R', only
+ * "VmFlags:" a 'V' (their values are numbers and lowercase flags). */
+static const char *field_at(const char *p, const char *end, char c, const char *key)
+{
+	size_t k = strlen(key);
+	for (const char *q = p; (q = memchr(q, c, (size_t)(end - q))) != NULL; q++)
+		if ((q == p || q[-1] == '\n') && (size_t)(end - q) > k && memcmp(q + 1, key, k) == 0)
+			return q;
+	return NULL;
+}
+
+/* /proc/self/smaps, each mapping's header and its Rss only.  A mapping's
+ * fields end with "VmFlags:" (Linux >= 3.8), so the walk jumps from the
+ * header to Rss and on past VmFlags instead of looking at every one of its
+ * ~25 lines.  A kernel whose first read shows no VmFlags is read line by
+ * line.  A record may be split across reads: the walk's state carries over,
+ * and bytes nothing is sought in are dropped. */
+static void smaps_walk(int fd, proc_mem *m)
+{
+	char buf[8192];
+	size_t have = 0, s = 0;
+	int st = 0, first = 1;      /* st: 0 at a header, 1 seeking Rss, 2 seeking VmFlags */
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof buf - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		if (first) {
+			first = 0;
+			if (!field_at(buf, buf + have, 'V', "mFlags:")) {
+				if (lseek(fd, 0, SEEK_SET) == 0)
+					each_line(fd, smaps_line, m);
+				return;
+			}
+		}
+		const char *end = buf + have;
+		for (;;) {
+			const char *p = buf + s, *nl, *f;
+			if (st == 0) {
+				if (!(nl = memchr(p, '\n', (size_t)(end - p))))
+					break;
+				smaps_line(p, (size_t)(nl - p), m);
+				if (!(*p >= 'A' && *p <= 'Z'))   /* a field past VmFlags stays here */
+					st = 1;
+			} else {
+				f = st == 1 ? field_at(p, end, 'R', "ss:") : field_at(p, end, 'V', "mFlags:");
+				if (!f || !(nl = memchr(f, '\n', (size_t)(end - f)))) {
+					if (!f)   /* nothing sought before the last few bytes */
+						s = have - (have - s < 8 ? have - s : 8);
+					break;
+				}
+				if (st == 1)
+					smaps_line(f, (size_t)(nl - f), m);
+				st = st == 1 ? 2 : 0;
+			}
+			s = (size_t)(nl - buf) + 1;
+		}
+		if (s == 0 && have == sizeof buf) {   /* a line longer than buf: drop it */
+			s = have;
+			st = st == 0 ? 1 : st;
+		}
+		memmove(buf, buf + s, have - s);
+		have -= s;
+		s = 0;
 	}
 }
 
@@ -187,7 +260,7 @@ static void read_proc(proc_mem *m, long *age_ms)
 	*age_ms = 0;
 	fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		each_line(fd, smaps_line, m);
+		smaps_walk(fd, m);
 		close(fd);
 		if (m->have_cur)
 			keep_top(m, &m->cur);
