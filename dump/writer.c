@@ -138,6 +138,17 @@ void ha_out_u64(ha_out *o, uint64_t v, int width)
 	ha_out_bytes(o, tmp + sizeof tmp - n, (size_t)n);
 }
 
+/* "0x" and v in lowercase hex at p (19 bytes at most); its length. */
+static size_t hex_at(char *p, uintptr_t v)
+{
+	int nib = v ? (67 - __builtin_clzll((unsigned long long)v)) / 4 : 1;
+	p[0] = '0';
+	p[1] = 'x';
+	for (int i = nib + 1; i >= 2; i--, v >>= 4)
+		p[i] = "0123456789abcdef"[v & 15];
+	return (size_t)nib + 2;
+}
+
 void ha_out_hex(ha_out *o, uintptr_t v)
 {
 	char tmp[2 + 16];
@@ -151,22 +162,45 @@ void ha_out_hex(ha_out *o, uintptr_t v)
 	ha_out_bytes(o, tmp + sizeof tmp - n, (size_t)n);
 }
 
+/* v in decimal at p, right-aligned in at least `width` columns; its length. */
+static size_t u64_at(char *p, uint64_t v, int width)
+{
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	size_t k = 0;
+	for (int pad = width - n; pad > 0; pad--)
+		p[k++] = ' ';
+	while (n)
+		p[k++] = tmp[--n];
+	return k;
+}
+
+/* A line's counts, "%6u: %8u [%6u: %8u] @" as gperftools writes them. */
 static void out_counts(ha_out *o, uint64_t io, uint64_t ib, uint64_t ao, uint64_t ab)
 {
-	ha_out_u64(o, io, 6);
-	ha_out_str(o, ": ");
-	ha_out_u64(o, ib, 8);
-	ha_out_str(o, " [");
-	ha_out_u64(o, ao, 6);
-	ha_out_str(o, ": ");
-	ha_out_u64(o, ab, 8);
-	ha_out_str(o, "] @");
+	char b[4 * 20 + 16];
+	size_t k = u64_at(b, io, 6);
+	b[k++] = ':';
+	b[k++] = ' ';
+	k += u64_at(b + k, ib, 8);
+	b[k++] = ' ';
+	b[k++] = '[';
+	k += u64_at(b + k, ao, 6);
+	b[k++] = ':';
+	b[k++] = ' ';
+	k += u64_at(b + k, ab, 8);
+	memcpy(b + k, "] @", 3);
+	ha_out_bytes(o, b, k + 3);
 }
 
 /* Copy /proc/self/maps, normalising the 4th permission character ('s'
- * shared -> 'p').  Only the first two fields of a line are looked at
- * byte by byte; the rest of it is skipped with memchr (a dump copies some
- * 60-100 lines: ~110k instructions a dump when every byte was examined).
+ * shared -> 'p').  Only the permissions are looked at byte by byte; the
+ * address range before them and the rest of the line are skipped with
+ * memchr.
  * A line may be split across reads: field and col carry over. */
 void ha_writer_maps_copy(ha_out *o, int fd)
 {
@@ -179,6 +213,22 @@ void ha_writer_maps_copy(ha_out *o, int fd)
 		if (n <= 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
+			if (field == 0) {      /* the address range: to its space or line end */
+				char *sp = memchr(buf + i, ' ', (size_t)(n - i));
+				char *lim = sp ? sp : buf + n;
+				char *nl = memchr(buf + i, '\n', (size_t)(lim - (buf + i)));
+				if (nl) {
+					i = nl - buf;
+					col = 0;
+				} else if (sp) {
+					i = sp - buf;
+					field = 1;
+					col = 0;
+				} else {
+					break;
+				}
+				continue;
+			}
 			if (field >= 2) {      /* past the permissions: next line */
 				char *nl = memchr(buf + i, '\n', (size_t)(n - i));
 				if (!nl)
@@ -266,12 +316,20 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 		 * pprof steps back every address but the first, so a raw leaf
 		 * would be charged to whatever follows the call (with inlining,
 		 * the next inlined function).  Go pprof subtracts 1 from every
-		 * address; leaf - 2 still lies inside the call instruction. */
+		 * address; leaf - 2 still lies inside the call instruction.
+		 * The frames are formatted here and written at once. */
+		char fr[HA_PROF_DEPTH * 20 + 1];
+		size_t k = 0;
 		for (uint32_t d = 0; d < l->b->depth; d++) {
-			ha_out_str(o, " ");
-			ha_out_hex(o, l->b->pcs[d] - (d == 0));
+			if (k + 20 > sizeof fr) {
+				ha_out_bytes(o, fr, k);
+				k = 0;
+			}
+			fr[k++] = ' ';
+			k += hex_at(fr + k, l->b->pcs[d] - (d == 0));
 		}
-		ha_out_str(o, "\n");
+		fr[k++] = '\n';
+		ha_out_bytes(o, fr, k);
 	}
 	if (lines && own)
 		ha_dump_mem_free((void *)lines);
