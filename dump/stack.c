@@ -400,8 +400,9 @@ static void scratch_fill(void)
 /* The rule of a frame (IP ip, RSP sp, RBP bp) whose row is known good, from
  * `after`: that frame's cursor with the row applied (a: what
  * unw_apply_reg_state returned).  The CFA, RA and RBP offsets come from the
- * real frame, and which register the CFA follows from two made-up register
- * sets that tell RSP and RBP apart.  RULE_NONE for anything else
+ * real frame, and which register the CFA follows from made-up register
+ * sets that tell RSP and RBP apart (one, or two for a frame whose CFA comes
+ * near the middle of scratch).  RULE_NONE for anything else
  * (expressions, registers saved in registers, frames beyond the scratch's
  * reach): those frames keep the rows.  Under the writer flag. */
 static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t bp, uintptr_t ip,
@@ -449,6 +450,11 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 			return r;
 		saved = sv;
 		rbp_off = off;
+		/* every other register and every scratch word points at its
+		 * middle: a CFA 4 KiB below that came from RSP or RBP alone,
+		 * and the second probe only guards frames nearer it */
+		if (got + 4096 < (uintptr_t)&scratch[SCRATCH_WORDS / 2])
+			break;
 	}
 	r.kind = (uint8_t)kind;
 	r.cfa_off = (int32_t)(kind == RULE_SP ? osp : obp);
