@@ -717,27 +717,32 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 	int n = w->n, st = WALK_DONE;
 	while (n < size) {
 		buf[n++] = (void *)ip;
-		if (n == size)
+		if (HA_UNLIKELY(n >= size))
 			break;            /* the last frame kept needs no rule */
-		const struct slot *s = slot_at(ip);
-		if (!s) {
+		/* the slot: nearly always the first probed */
+		const struct slot *s = &slots[slot_of(ip)];
+		if (HA_UNLIKELY(__atomic_load_n(&s->ip, __ATOMIC_ACQUIRE) != ip) &&
+		    !(s = slot_at(ip))) {
 			n--;
 			st = WALK_UNKNOWN;
 			break;
 		}
 		struct rule r = s->rule;
-		if (r.kind == RULE_END)
-			break;
-		if (r.kind == RULE_NONE)
+		if (HA_UNLIKELY((unsigned)r.kind - RULE_SP > RULE_BP - RULE_SP)) {
+			if (r.kind == RULE_END)
+				break;
 			return WALK_NO_RULE;
+		}
 		uintptr_t cfa = (r.kind == RULE_SP ? sp : bp) + (uintptr_t)(intptr_t)r.cfa_off;
-		if (cfa <= sp || cfa - sp > ((uintptr_t)1 << 26))
-			return WALK_NO_RULE;   /* not a frame of this stack: ask libunwind */
+		/* not above this frame, or 64 MiB away: not a frame of this
+		 * stack, ask libunwind */
+		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
+			return WALK_NO_RULE;
 		if (r.rbp_saved)
 			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
 		ip = *(const uintptr_t *)(cfa - 8);
 		sp = cfa;
-		if (ip < 0x4000)
+		if (HA_UNLIKELY(ip < 0x4000))
 			break;
 	}
 	w->ip = ip;
