@@ -367,6 +367,18 @@ static inline const void *row_of(uintptr_t ip)
 #define SCRATCH_WORDS 4096
 static uintptr_t scratch[SCRATCH_WORDS];
 
+/* A context at ip with RSP sp and RBP bp whose other registers point at
+ * the middle of scratch. */
+static void made_up(ucontext_t *uc, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	memset(uc, 0, sizeof *uc);
+	for (int r = 0; r < NGREG; r++)
+		uc->uc_mcontext.gregs[r] = (greg_t)(uintptr_t)&scratch[SCRATCH_WORDS / 2];
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+}
+
 /* Apply row to made-up registers: RSP = s, RBP = b, the others inside
  * scratch.  0 and the CFA, RA and RBP locations, or -1. */
 static int probe_row(const void *row, uintptr_t ip, uintptr_t s, uintptr_t b, uintptr_t *cfa,
@@ -375,12 +387,7 @@ static int probe_row(const void *row, uintptr_t ip, uintptr_t s, uintptr_t b, ui
 	ucontext_t uc;
 	unw_cursor_t p;
 	unw_word_t v;
-	memset(&uc, 0, sizeof uc);
-	for (int r = 0; r < NGREG; r++)
-		uc.uc_mcontext.gregs[r] = (greg_t)(uintptr_t)&scratch[SCRATCH_WORDS / 2];
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
-	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)s;
-	uc.uc_mcontext.gregs[REG_RBP] = (greg_t)b;
+	made_up(&uc, ip, s, b);
 	*rbp_home = (uintptr_t)&uc.uc_mcontext.gregs[REG_RBP];
 	if (unw_init_local(&p, &uc) < 0 || unw_apply_reg_state(&p, (void *)row) <= 0 ||
 	    unw_get_reg(&p, UNW_REG_SP, &v) < 0 || unw_get_save_loc(&p, UNW_X86_64_RIP, ra) < 0 ||
@@ -573,12 +580,7 @@ static int learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
 	unw_cursor_t c;
 	unsigned char row[ROW_BYTES] __attribute__((aligned(16)));
 	scratch_fill();
-	memset(&uc, 0, sizeof uc);
-	for (int k = 0; k < NGREG; k++)
-		uc.uc_mcontext.gregs[k] = (greg_t)(uintptr_t)&scratch[SCRATCH_WORDS / 2];
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
-	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
-	uc.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+	made_up(&uc, ip, sp, bp);
 	if (!slot_at(ip) && unw_init_local(&c, &uc) >= 0 && fetch_row(&c, ip, row)) {
 		int a = unw_apply_reg_state(&c, row);
 		if (row_fits(a, &c)) {

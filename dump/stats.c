@@ -57,17 +57,26 @@ static int starts(const char *l, size_t n, const char *key)
 }
 
 /* Feed fd's lines to fn(line, len, arg). */
+/* Read more of fd into buf after its first *have bytes (cap in all),
+ * restarting on EINTR: 0 at the end or on an error. */
+static int read_more(int fd, char *buf, size_t *have, size_t cap)
+{
+	for (;;) {
+		ssize_t r = read(fd, buf + *have, cap - *have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		*have += (size_t)r;
+		return 1;
+	}
+}
+
 static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *arg)
 {
 	char buf[4096];
 	size_t have = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + have, sizeof buf - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		have += (size_t)r;
+	while (read_more(fd, buf, &have, sizeof buf)) {
 		size_t s = 0;
 		for (const char *nl; (nl = memchr(buf + s, '\n', have - s)) != NULL;) {
 			fn(buf + s, (size_t)(nl - (buf + s)), arg);
@@ -183,13 +192,7 @@ static void smaps_walk(int fd, proc_mem *m)
 	char buf[8192];
 	size_t have = 0, s = 0;
 	int st = 0, first = 1;      /* st: 0 at a header, 1 seeking Rss, 2 seeking VmFlags */
-	for (;;) {
-		ssize_t r = read(fd, buf + have, sizeof buf - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		have += (size_t)r;
+	while (read_more(fd, buf, &have, sizeof buf)) {
 		if (first) {
 			first = 0;
 			if (!field_at(buf, buf + have, 'V', "mFlags:")) {
