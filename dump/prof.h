@@ -194,7 +194,16 @@ int ha_stack_calibrate(int maps);   /* maps: the mmap family too */
  * torn child, whose prefork never closed it). */
 void ha_stack_prefork(void);
 void ha_stack_postfork(int child, int open);
-int ha_stack_calibrating(void);
+/* Is this thread probing the entry points (ha_stack_calibrate)?  The
+ * global flag, set only while a probe runs, spares the sampling hooks a
+ * call every time. */
+extern int ha_stack_probing;
+int ha_stack_calibrating_now(void);
+static inline int ha_stack_calibrating(void)
+{
+	return HA_UNLIKELY(__atomic_load_n(&ha_stack_probing, __ATOMIC_RELAXED)) &&
+	       ha_stack_calibrating_now();
+}
 void ha_stack_calibrate_frame(void);
 
 /* ---- stack_table.c --------------------------------------------------------- */

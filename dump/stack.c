@@ -208,7 +208,9 @@ extern void _ZdaPv(void *) __attribute__((weak));
 /* Not inside the frame walk: what libunwind allocates or maps there (its
  * first use maps its cache under a pthread_once) is not probed, which
  * would walk again from inside that once and wait for it forever. */
-int ha_stack_calibrating(void)
+int ha_stack_probing;
+
+int ha_stack_calibrating_now(void)
 {
 	return calibrating && !in_frame;
 }
@@ -285,8 +287,10 @@ int ha_stack_calibrate(int maps)
 	probe_lo = lo;
 	probe_hi = hi;
 	calibrating = 1;
+	__atomic_store_n(&ha_stack_probing, 1, __ATOMIC_RELAXED);
 	ha_alloc_call_back_next();    /* every probe allocation calls us */
 	probe(maps);
+	__atomic_store_n(&ha_stack_probing, 0, __ATOMIC_RELAXED);
 	calibrating = 0;
 	return 1;
 }
