@@ -288,13 +288,36 @@ static HA_NOINLINE void free_check(unsigned cls, uint64_t *h)
 	ha_push_checked(cls, h);
 }
 
+/* The free of a default-mode sample whose record the profiler keeps (its
+ * check word is this session's with HA_HDR_CLASS and HA_HDR_SAMPLED, as
+ * ha_sample_mark left it): what free_odd and forget_small do for it,
+ * without looking the header up again. */
+static HA_NOINLINE void free_kept_sample(ha_span *s, uint64_t *h)
+{
+	uint64_t w0 = h[0];
+	uint32_t session = hdr_session(h);
+	h[1] = 0;
+	int64_t c = ha_class_size[HDR_CHARGE_CLASS(w0)];
+	ha_tcache *tc = &ha_tc;
+	ha_books_big(tc, (int64_t)s->size - c);   /* undo the sample's correction */
+	if (ha_hot.prof_mode != HA_PROF_OFF)
+		ha_prof_on_free_kept(h + 2, HDR_REC(w0), (size_t)c, session);
+	ha_push_checked(s->cls, h);
+	if (tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
+		ha_books_freed(tc, c);
+}
+
 void ha_compat_free_small(ha_span *s, void *p)
 {
 	/* the common case: an ordinary block of this session (the check word
 	 * is 0 until the first session: no header matches then) */
 	uint64_t m = hdr_check();
 	if (HA_UNLIKELY(!m || !hdr_readable(p) || hdr_word(p, 1) != m)) {
-		free_odd(s, p);
+		if (m && hdr_readable(p) && hdr_word(p, 1) == (m ^ HA_HDR_CLASS ^ HA_HDR_SAMPLED) &&
+		    HDR_REC(hdr_word(p, 0)))
+			free_kept_sample(s, (uint64_t *)p - 2);
+		else
+			free_odd(s, p);
 		return;
 	}
 	uint64_t *h = (uint64_t *)p - 2;
