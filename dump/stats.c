@@ -25,6 +25,7 @@
 
 typedef struct {
 	uint64_t rss;
+	size_t len;               /* of path: compared before the bytes */
 	char path[PATH_CAP];
 } region;
 
@@ -110,7 +111,8 @@ static void keep_top(proc_mem *m, const region *r)
 		return;
 	int low = 0;
 	for (int i = 0; i < TOP; i++) {
-		if (m->top[i].rss && strcmp(m->top[i].path, r->path) == 0) {
+		if (m->top[i].rss && m->top[i].len == r->len &&
+		    memcmp(m->top[i].path, r->path, r->len) == 0) {
 			m->top[i].rss += r->rss;     /* the same file again */
 			return;
 		}
@@ -123,16 +125,16 @@ static void keep_top(proc_mem *m, const region *r)
 
 /* A mapping's header line: "start-end perms offset dev inode   path".  The
  * five fields are skipped a space at a time with memchr (the line is some
- * 75 bytes before its path). */
+ * 75 bytes before its path).  The path's length, or -1 for another line. */
 static int header_path(const char *l, size_t n, char *path)
 {
 	if (n == 0 || !((l[0] >= '0' && l[0] <= '9') || (l[0] >= 'a' && l[0] <= 'f')))
-		return 0;
+		return -1;
 	const char *p = l, *end = l + n;
 	for (int field = 0; field < 5; field++) {
 		const char *sp = memchr(p, ' ', (size_t)(end - p));
 		if (!sp)
-			return 0;
+			return -1;
 		p = sp + 1;
 		while (p < end && *p == ' ' && field < 4)
 			p++;
@@ -142,9 +144,11 @@ static int header_path(const char *l, size_t n, char *path)
 	size_t k = (size_t)(end - p) < PATH_CAP - 1 ? (size_t)(end - p) : PATH_CAP - 1;
 	memcpy(path, p, k);
 	path[k] = 0;
-	if (!k)
+	if (!k) {
 		strcpy(path, "[anon]");
-	return 1;
+		k = 6;
+	}
+	return (int)k;
 }
 
 static void smaps_line(const char *l, size_t n, void *arg)
@@ -156,13 +160,15 @@ static void smaps_line(const char *l, size_t n, void *arg)
 			m->cur.rss += kb_field(l, n);
 		return;
 	}
-	if (header_path(l, n, path)) {
-		if (m->have_cur && strcmp(m->cur.path, path) == 0)
+	int k = header_path(l, n, path);
+	if (k >= 0) {
+		if (m->have_cur && m->cur.len == (size_t)k && memcmp(m->cur.path, path, (size_t)k) == 0)
 			return;                      /* the next piece of the same file */
 		if (m->have_cur)
 			keep_top(m, &m->cur);
-		memset(&m->cur, 0, sizeof m->cur);
-		memcpy(m->cur.path, path, sizeof path);
+		m->cur.rss = 0;
+		m->cur.len = (size_t)k;
+		memcpy(m->cur.path, path, (size_t)k + 1);
 		m->have_cur = 1;
 	}
 }
