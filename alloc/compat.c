@@ -292,7 +292,7 @@ static HA_NOINLINE void free_check(unsigned cls, uint64_t *h)
  * check word is this session's with HA_HDR_CLASS and HA_HDR_SAMPLED, as
  * ha_sample_mark left it): what free_odd and forget_small do for it,
  * without looking the header up again. */
-static HA_NOINLINE void free_kept_sample(ha_span *s, uint64_t *h)
+static void free_kept_sample(ha_span *s, uint64_t *h)
 {
 	uint64_t w0 = h[0];
 	uint32_t session = hdr_session(h);
@@ -307,17 +307,25 @@ static HA_NOINLINE void free_kept_sample(ha_span *s, uint64_t *h)
 		ha_books_freed(tc, c);
 }
 
+/* Anything but an ordinary block of this session (m: its check word):
+ * a kept default-mode sample, else free_odd.  Out of line, so that the
+ * common case compares the header in place. */
+static HA_NOINLINE void free_other(ha_span *s, void *p, uint64_t m)
+{
+	if (m && hdr_readable(p) && hdr_word(p, 1) == (m ^ HA_HDR_CLASS ^ HA_HDR_SAMPLED) &&
+	    HDR_REC(hdr_word(p, 0)))
+		free_kept_sample(s, (uint64_t *)p - 2);
+	else
+		free_odd(s, p);
+}
+
 void ha_compat_free_small(ha_span *s, void *p)
 {
 	/* the common case: an ordinary block of this session (the check word
 	 * is 0 until the first session: no header matches then) */
 	uint64_t m = hdr_check();
 	if (HA_UNLIKELY(!m || !hdr_readable(p) || hdr_word(p, 1) != m)) {
-		if (m && hdr_readable(p) && hdr_word(p, 1) == (m ^ HA_HDR_CLASS ^ HA_HDR_SAMPLED) &&
-		    HDR_REC(hdr_word(p, 0)))
-			free_kept_sample(s, (uint64_t *)p - 2);
-		else
-			free_odd(s, p);
+		free_other(s, p, m);
 		return;
 	}
 	uint64_t *h = (uint64_t *)p - 2;
