@@ -293,7 +293,6 @@ typedef struct ha_out {
 void ha_out_bytes(ha_out *o, const char *s, size_t n);
 void ha_out_str(ha_out *o, const char *s);
 void ha_out_u64(ha_out *o, uint64_t v, int width);
-void ha_out_hex(ha_out *o, uintptr_t v);
 int ha_out_flush(ha_out *o);
 /* write(2) all of buf, across short writes and EINTR; 0 or an errno. */
 int ha_write_all(int fd, const void *buf, size_t n);

@@ -124,44 +124,6 @@ void ha_out_str(ha_out *o, const char *s)
 	ha_out_bytes(o, s, strlen(s));
 }
 
-/* Decimal, right-aligned in at least `width` columns (gperftools' %6d). */
-void ha_out_u64(ha_out *o, uint64_t v, int width)
-{
-	char tmp[24];
-	int n = 0;
-	do {
-		tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n < width && n < (int)sizeof tmp)
-		tmp[sizeof tmp - 1 - n++] = ' ';
-	ha_out_bytes(o, tmp + sizeof tmp - n, (size_t)n);
-}
-
-/* "0x" and v in lowercase hex at p (19 bytes at most); its length. */
-static size_t hex_at(char *p, uintptr_t v)
-{
-	int nib = v ? (67 - __builtin_clzll((unsigned long long)v)) / 4 : 1;
-	p[0] = '0';
-	p[1] = 'x';
-	for (int i = nib + 1; i >= 2; i--, v >>= 4)
-		p[i] = "0123456789abcdef"[v & 15];
-	return (size_t)nib + 2;
-}
-
-void ha_out_hex(ha_out *o, uintptr_t v)
-{
-	char tmp[2 + 16];
-	int n = 0;
-	do {
-		tmp[sizeof tmp - 1 - n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	tmp[sizeof tmp - 1 - n++] = 'x';
-	tmp[sizeof tmp - 1 - n++] = '0';
-	ha_out_bytes(o, tmp + sizeof tmp - n, (size_t)n);
-}
-
 /* v in decimal at p, right-aligned in at least `width` columns; its length. */
 static size_t u64_at(char *p, uint64_t v, int width)
 {
@@ -177,6 +139,25 @@ static size_t u64_at(char *p, uint64_t v, int width)
 	while (n)
 		p[k++] = tmp[--n];
 	return k;
+}
+
+/* Decimal, right-aligned in at least `width` columns (gperftools' %6d);
+ * at most 24. */
+void ha_out_u64(ha_out *o, uint64_t v, int width)
+{
+	char tmp[24];
+	ha_out_bytes(o, tmp, u64_at(tmp, v, width < 24 ? width : 24));
+}
+
+/* "0x" and v in lowercase hex at p (19 bytes at most); its length. */
+static size_t hex_at(char *p, uintptr_t v)
+{
+	int nib = v ? (67 - __builtin_clzll((unsigned long long)v)) / 4 : 1;
+	p[0] = '0';
+	p[1] = 'x';
+	for (int i = nib + 1; i >= 2; i--, v >>= 4)
+		p[i] = "0123456789abcdef"[v & 15];
+	return (size_t)nib + 2;
 }
 
 /* A line's counts, "%6u: %8u [%6u: %8u] @" as gperftools writes them. */
