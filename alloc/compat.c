@@ -222,14 +222,10 @@ void *ha_compat_alloc(size_t n, size_t align, int zero)
 	return p;
 }
 
-/* The rest of ha_compat_free_small, out of line so that the common case
- * needs no stack frame: anything but an ordinary block of this session,
- * e.g. a plain block of a span marked by ha_span_mark_recorded. */
-static HA_NOINLINE void free_odd(ha_span *s, void *p)
+/* The free of a small block p (at b in span s) whose header is h, or NULL
+ * for a plain block: its accounting, then back to the thread cache. */
+static void free_block(ha_span *s, void *p, uint64_t *h, char *b)
 {
-	char *b;
-	uintptr_t rem = ha_block_of(s, p, &b);
-	uint64_t *h = ha_compat_hdr_of(p, rem, "free(): invalid pointer (not the start of a block)");
 	int64_t c = 0;
 	if (h) {
 		if (hdr_flags(h) & HA_HDR_CLASS) {   /* undo the sample's books correction */
@@ -248,6 +244,24 @@ static HA_NOINLINE void free_odd(ha_span *s, void *p)
 	ha_tcache *tc = &ha_tc;      /* the block is in the cache: the check sees it freed */
 	if (c && tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
 		ha_books_freed(tc, c);
+}
+
+/* The rest of ha_compat_free_small, out of line so that the common case
+ * needs no stack frame: anything but an ordinary block of this session
+ * (m: its check word).  A default-mode sample of this session is known by
+ * its check word alone; anything else, e.g. a plain block of a span marked
+ * by ha_span_mark_recorded, is looked up. */
+static HA_NOINLINE void free_odd(ha_span *s, void *p, uint64_t m)
+{
+	if (m && hdr_readable(p) && ((hdr_word(p, 1) ^ m ^ HA_HDR_CLASS) & ~HA_HDR_SAMPLED) == 0) {
+		uint64_t *h = (uint64_t *)p - 2;
+		free_block(s, p, h, (char *)h);
+		return;
+	}
+	char *b;
+	uintptr_t rem = ha_block_of(s, p, &b);
+	free_block(s, p, ha_compat_hdr_of(p, rem, "free(): invalid pointer (not the start of a block)"),
+		   b);
 }
 
 void *ha_sample_block(ha_tcache *tc, size_t n, size_t charge)
@@ -288,44 +302,13 @@ static HA_NOINLINE void free_check(unsigned cls, uint64_t *h)
 	ha_push_checked(cls, h);
 }
 
-/* The free of a default-mode sample whose record the profiler keeps (its
- * check word is this session's with HA_HDR_CLASS and HA_HDR_SAMPLED, as
- * ha_sample_mark left it): what free_odd and forget_small do for it,
- * without looking the header up again. */
-static void free_kept_sample(ha_span *s, uint64_t *h)
-{
-	uint64_t w0 = h[0];
-	uint32_t session = hdr_session(h);
-	h[1] = 0;
-	int64_t c = ha_class_size[HDR_CHARGE_CLASS(w0)];
-	ha_tcache *tc = &ha_tc;
-	ha_books_big(tc, (int64_t)s->size - c);   /* undo the sample's correction */
-	if (ha_hot.prof_mode != HA_PROF_OFF)
-		ha_prof_on_free_kept(h + 2, HDR_REC(w0), (size_t)c, session);
-	ha_push_checked(s->cls, h);
-	if (tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
-		ha_books_freed(tc, c);
-}
-
-/* Anything but an ordinary block of this session (m: its check word):
- * a kept default-mode sample, else free_odd.  Out of line, so that the
- * common case compares the header in place. */
-static HA_NOINLINE void free_other(ha_span *s, void *p, uint64_t m)
-{
-	if (m && hdr_readable(p) && hdr_word(p, 1) == (m ^ HA_HDR_CLASS ^ HA_HDR_SAMPLED) &&
-	    HDR_REC(hdr_word(p, 0)))
-		free_kept_sample(s, (uint64_t *)p - 2);
-	else
-		free_odd(s, p);
-}
-
 void ha_compat_free_small(ha_span *s, void *p)
 {
 	/* the common case: an ordinary block of this session (the check word
 	 * is 0 until the first session: no header matches then) */
 	uint64_t m = hdr_check();
 	if (HA_UNLIKELY(!m || !hdr_readable(p) || hdr_word(p, 1) != m)) {
-		free_other(s, p, m);
+		free_odd(s, p, m);
 		return;
 	}
 	uint64_t *h = (uint64_t *)p - 2;
