@@ -103,8 +103,8 @@ ha_tcache *ha_tcache_attach(void)
 uint64_t ha_tcache_cached(const ha_tcache *tc)
 {
 	uint64_t b = 0;
-	/* every threshold check sums all classes: unrolled, a third fewer
-	 * instructions */
+	/* every threshold check sums all classes: unrolled, the loop's own
+	 * work is spread over four of them */
 #pragma GCC unroll 4
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		b += (uint64_t)ha_tl_len(tc, c) * ha_class_size[c];
