@@ -4,12 +4,20 @@
  * the size-class tables and the central caches, creates the thread-exit key
  * and only then registers the fork handlers, because pthread_atfork itself
  * may allocate: by then the allocator serves that call normally.
- * Fork: prepare takes every lock in the documented order (internal.h);
- * parent releases them, child re-initialises them.
+ * Fork: prepare takes libc's stdio list lock, then every lock of ours in the
+ * documented order (internal.h); parent releases them, child re-initialises
+ * them.
  */
 #include "alloc/internal.h"
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/single_threaded.h>
+
+/* glibc's stdio list lock (exported, recursive; no public prototype).  Weak:
+ * a libc without them leaves the order to its own fork. */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
 
 int ha_ready;
 pthread_key_t ha_thread_key;
@@ -25,12 +33,25 @@ HA_TLS unsigned ha_locks_held;
 static HA_TLS unsigned fork_depth;   /* prepare run, parent/child not yet */
 static HA_TLS int fork_locked;       /* this thread's outermost fork holds every lock */
 
+/* glibc's fork runs the prepare handlers and only then takes the stdio list
+ * lock, which fflush(NULL) holds while it waits for a stream's lock, whose
+ * holder may be allocating that stream's buffer.  Taking our locks first
+ * would close a cycle (forker -> fflush -> stream -> forker), so prepare
+ * takes the list lock before them, as glibc orders its own malloc's locks:
+ * fork's own take of it then recurses.  Only in a threaded process, as glibc
+ * does: a single-threaded fork may come from a signal handler that
+ * interrupted this thread inside stdio. */
+static HA_TLS int fork_took_io;   /* this thread's fork holds the list lock */
+
 static void prefork(void)
 {
 	unsigned depth = ++fork_depth;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (depth > 1 || ha_locks_held)
 		return;
+	fork_took_io = !__libc_single_threaded && _IO_list_lock;
+	if (fork_took_io)
+		_IO_list_lock();
 	ha_prof_prefork();
 	ha_tcache_prefork();
 	ha_central_prefork();
@@ -57,6 +78,15 @@ static void postfork(int child)
 	ha_central_postfork(child);
 	ha_tcache_postfork(child);
 	ha_prof_postfork(child);
+	if (fork_took_io) {
+		/* a threaded fork's child has it reset by glibc already; again
+		 * is harmless, and covers a libc that did not take it */
+		if (child)
+			_IO_list_resetlock();
+		else
+			_IO_list_unlock();
+		fork_took_io = 0;
+	}
 	if (!child)
 		ha_locks_held = 0;
 	fork_locked = 0;

@@ -25,6 +25,7 @@
  * Prototypes below are grouped under the file that defines them.
  *
  * Synchronization (lock order, outermost first):
+ *   [libc's stdio list lock, at fork only: init.c] ->
  *   profiler locks (dump/, via ha_prof_prefork) -> thread-cache registry ->
  *   central[cls].lock (ascending cls) -> span-record lock -> huge cache lock
  *   -> page-map leaf lock -> meta lock.

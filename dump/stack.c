@@ -661,9 +661,11 @@ __attribute__((noinline)) static int shared_unwind(void **buf, int size, void *f
 	return from_first(buf, size, tmp, n, first);
 }
 
-/* Threads inside libunwind.  libunwind has global mutexes of its own,
- * which a fork's child would inherit held and then wait for at its first
- * sample: prefork closes the gate and waits until nobody is inside.  Being
+/* Threads inside libunwind or dl_iterate_phdr.  libunwind has global
+ * mutexes of its own, and dl_iterate_phdr holds the loader's write lock,
+ * which glibc's fork does not reset: a fork's child would inherit them held
+ * and wait for them at its first sample, so prefork closes the gate and
+ * waits until nobody is inside.  Being
  * inside counts as a held lock (alloc/internal.h), so a signal handler's
  * fork on such a thread never waits for itself.  The rule walk calls no
  * libunwind and needs no gate. */
@@ -768,6 +770,14 @@ static inline __attribute__((always_inline)) int rule_walk_from(void **buf, int 
 	return rule_walk(buf, size, &w) == WALK_DONE ? w.n : -1;
 }
 
+static HA_NOINLINE int rows_valid_gated(void)
+{
+	gate_enter();
+	int ok = rows_valid();
+	gate_leave();
+	return ok;
+}
+
 /* The unwinder the sampling hook calls from its own frame (profiler.c),
  * so that no extra frame of ours has to be walked and then dropped: the
  * rules walk from the hook's frame (learning the frames they meet for the
@@ -780,7 +790,7 @@ static int stack_unwind(void **buf, int size)
 	/* an unload is looked for every RECHECK stacks a thread walks (it
 	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
 	if (HA_LIKELY(!__atomic_load_n(&rows_off, __ATOMIC_RELAXED)) &&
-	    (HA_LIKELY(walks++ % RECHECK) || rows_valid())) {
+	    (HA_LIKELY(walks++ % RECHECK) || rows_valid_gated())) {
 		struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
 		for (;;) {
 			int st = rule_walk(buf, size, &w);
