@@ -10,7 +10,7 @@
  * viewer shows the right names with no binaries at hand.
  *
  * Offline only: never linked into the profiled process.  ELF and DWARF
- * through elfutils' libdwfl, names through libiberty's demangler.  Each
+ * through elfutils' libdwfl and libdw, names through libiberty's demangler.  Each
  * mapping's load bias comes from the binary's program headers: the PT_LOAD
  * holding the mapping's file offset gives the link-time address of the
  * mapping's start (p_vaddr - p_offset + offset), which is right for lld's
@@ -642,21 +642,248 @@ static uint64_t fn_for(profile *pr, const char *mangled, const char *file, uint6
 	return f->id;
 }
 
-/* The name a DIE is known by to the linker (mangled), else its plain name. */
-static const char *die_name(Dwarf_Die *d)
+/* ---- the DWARF index of one binary ---------------------------------------
+ *
+ * Addresses are found through each compile unit's own ranges (DW_AT_low_pc /
+ * high_pc / DW_AT_ranges), never through .debug_aranges alone: rustc and
+ * some linkers leave code out of it, and libdw 0.188's dwarf_getscopes does
+ * not descend into DW_TAG_namespace, where rustc nests every function.
+ * The CU list is built once per binary; a CU's list of out-of-line
+ * functions (DW_TAG_subprogram with code, at any depth) when an address
+ * first lands in it. */
+
+typedef struct span { uint64_t lo, hi; size_t i; } span;   /* [lo, hi) -> index */
+typedef struct fnspan { uint64_t lo, hi; Dwarf_Off die, origin; } fnspan;
+typedef struct cu_rec {
+	Dwarf_Die die;            /* the unit's DIE, for its line table */
+	Dwarf_Die body;           /* where its functions are (a split unit's own DIE) */
+	int built;
+} cu_rec;
+typedef struct dw_index {
+	Dwarf *dw;
+	Dwarf_Addr bias;          /* module address = DWARF address + bias */
+	cu_rec *cus; size_t ncus, ccus;
+	span *cuspans; size_t ncuspans, ccuspans;
+	fnspan *fns; size_t nfns, cfns;   /* sorted by lo once a CU is added */
+	fnspan *byorigin; size_t nbyorigin;   /* concrete copies of abstract DIEs */
+	int all_built;
+} dw_index;
+
+static int span_cmp(const void *a, const void *b)
+{
+	const span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int fnspan_cmp(const void *a, const void *b)
+{
+	const fnspan *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+static int origin_cmp(const void *a, const void *b)
+{
+	const fnspan *x = a, *y = b;
+	return x->origin < y->origin ? -1 : x->origin > y->origin;
+}
+
+static void index_open(dw_index *ix, Dwfl_Module *mod)
+{
+	memset(ix, 0, sizeof *ix);
+	ix->dw = dwfl_module_getdwarf(mod, &ix->bias);
+	if (!ix->dw)
+		return;
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die cudie, subdie;
+	while (dwarf_get_units(ix->dw, cu, &next, &version, &type, &cudie, &subdie) == 0) {
+		cu = next;
+		if (type == DW_UT_type || type == DW_UT_split_type)
+			continue;
+		GROW(ix->cus, ix->ncus, ix->ccus);
+		cu_rec *c = &ix->cus[ix->ncus];
+		c->die = cudie;
+		c->body = type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit ? subdie : cudie;
+		c->built = 0;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+			if (hi <= lo)
+				continue;
+			GROW(ix->cuspans, ix->ncuspans, ix->ccuspans);
+			ix->cuspans[ix->ncuspans++] = (span){ lo, hi, ix->ncus };
+		}
+		ix->ncus++;
+	}
+	if (ix->ncuspans)
+		qsort(ix->cuspans, ix->ncuspans, sizeof *ix->cuspans, span_cmp);
+}
+
+static void index_close(dw_index *ix)
+{
+	free(ix->cus);
+	free(ix->cuspans);
+	free(ix->fns);
+	free(ix->byorigin);
+}
+
+/* Every subprogram with code under d, nested functions left to their parent. */
+static void collect_fns(dw_index *ix, Dwarf_Die *d)
+{
+	Dwarf_Die child;
+	if (dwarf_child(d, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Attribute a;
+			Dwarf_Die org;
+			Dwarf_Off origin = 0;
+			if (dwarf_attr(&child, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &org))
+				origin = dwarf_dieoffset(&org);
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				GROW(ix->fns, ix->nfns, ix->cfns);
+				ix->fns[ix->nfns++] = (fnspan){ lo, hi, dwarf_dieoffset(&child), origin };
+			}
+		} else if (dwarf_haschildren(&child) > 0 && tag != DW_TAG_member &&
+			   tag != DW_TAG_formal_parameter && tag != DW_TAG_variable) {
+			collect_fns(ix, &child);   /* namespaces, types holding methods */
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static void build_cu(dw_index *ix, cu_rec *c)
+{
+	if (c->built)
+		return;
+	c->built = 1;
+	size_t before = ix->nfns;
+	collect_fns(ix, &c->body);
+	if (ix->nfns == before)
+		return;
+	qsort(ix->fns, ix->nfns, sizeof *ix->fns, fnspan_cmp);
+	size_t n = 0;
+	for (size_t i = 0; i < ix->nfns; i++)
+		n += ix->fns[i].origin != 0;
+	free(ix->byorigin);
+	ix->byorigin = sym_malloc((n ? n : 1) * sizeof *ix->byorigin);
+	ix->nbyorigin = 0;
+	for (size_t i = 0; i < ix->nfns; i++)
+		if (ix->fns[i].origin)
+			ix->byorigin[ix->nbyorigin++] = ix->fns[i];
+	qsort(ix->byorigin, ix->nbyorigin, sizeof *ix->byorigin, origin_cmp);
+}
+
+/* The CU holding DWARF address a: its own ranges, else .debug_aranges. */
+static cu_rec *cu_at(dw_index *ix, uint64_t a)
+{
+	size_t lo = 0, hi = ix->ncuspans;
+	while (lo < hi) {          /* last span starting at or below a */
+		size_t mid = (lo + hi) / 2;
+		if (ix->cuspans[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k-- > 0 && k + 8 >= lo;)   /* CUs rarely overlap */
+		if (a < ix->cuspans[k].hi)
+			return &ix->cus[ix->cuspans[k].i];
+	Dwarf_Die d;
+	if (ix->dw && dwarf_addrdie(ix->dw, a, &d)) {
+		Dwarf_Off off = dwarf_dieoffset(&d);
+		for (size_t i = 0; i < ix->ncus; i++)
+			if (dwarf_dieoffset(&ix->cus[i].die) == off)
+				return &ix->cus[i];
+	}
+	return NULL;
+}
+
+/* The innermost out-of-line function holding a (nested ranges: the last,
+ * tightest start wins). */
+static int fn_at(dw_index *ix, uint64_t a, Dwarf_Die *out)
+{
+	size_t lo = 0, hi = ix->nfns;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->fns[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k-- > 0 && k + 64 >= lo;)
+		if (a < ix->fns[k].hi)
+			return dwarf_offdie(ix->dw, ix->fns[k].die, out) ? 0 : -1;
+	return -1;
+}
+
+/* An out-of-line copy of the abstract function at offset origin. */
+static int concrete_of(dw_index *ix, Dwarf_Off origin, uint64_t *entry)
+{
+	size_t lo = 0, hi = ix->nbyorigin;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ix->byorigin[mid].origin < origin)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ix->nbyorigin || ix->byorigin[lo].origin != origin)
+		return -1;
+	Dwarf_Die d;
+	Dwarf_Addr pc;
+	if (!dwarf_offdie(ix->dw, ix->byorigin[lo].die, &d) || dwarf_entrypc(&d, &pc) != 0)
+		return -1;
+	*entry = pc;
+	return 0;
+}
+
+/* The mangled name of the symbol that starts exactly at DWARF address pc
+ * (a C symbol says no more than the DIE's own name, and may carry a
+ * version: __libc_start_main@@GLIBC_2.34). */
+static const char *symbol_at(Dwfl_Module *mod, dw_index *ix, uint64_t pc)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *s = dwfl_module_addrinfo(mod, pc + ix->bias, &off, &sym, NULL, NULL, NULL);
+	return s && off == 0 && (strncmp(s, "_Z", 2) == 0 || strncmp(s, "_R", 2) == 0) ? s : NULL;
+}
+
+/* One name per function, the one its symbol has: the DIE's linkage name;
+ * without one (rustc's line-tables-only keeps bare names such as "main"
+ * with no crate path), the symbol at the function's entry, or at the entry
+ * of an out-of-line copy of an inlined function; else the DWARF name. */
+static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d)
 {
 	Dwarf_Attribute a;
 	const char *s = NULL;
 	if (dwarf_attr_integrate(d, DW_AT_linkage_name, &a) ||
 	    dwarf_attr_integrate(d, DW_AT_MIPS_linkage_name, &a))
 		s = dwarf_formstring(&a);
-	if (!s)
-		s = dwarf_diename(d);
-	if (!s) {
-		/* dwarf_diename does not follow abstract_origin */
-		if (dwarf_attr_integrate(d, DW_AT_name, &a))
-			s = dwarf_formstring(&a);
+	if (s)
+		return s;
+	Dwarf_Addr pc;
+	if (dwarf_tag(d) == DW_TAG_subprogram && dwarf_entrypc(d, &pc) == 0 &&
+	    (s = symbol_at(mod, ix, pc)))
+		return s;
+	Dwarf_Die org;
+	if (dwarf_attr(d, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &org)) {
+		uint64_t entry;
+		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) != 0 && !ix->all_built) {
+			ix->all_built = 1;     /* the copy may be in a CU not read yet */
+			for (size_t i = 0; i < ix->ncus; i++)
+				build_cu(ix, &ix->cus[i]);
+		}
+		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) == 0 && (s = symbol_at(mod, ix, entry)))
+			return s;
 	}
+	s = dwarf_diename(d);
+	if (!s && dwarf_attr_integrate(d, DW_AT_name, &a))   /* through abstract_origin */
+		s = dwarf_formstring(&a);
 	return s;
 }
 
@@ -667,64 +894,77 @@ static void add_line(location *l, size_t *cap, uint64_t fn, uint64_t lineno)
 	l->lines[l->nlines++].line = lineno;
 }
 
-/* Fill l's lines (innermost first, as pprof wants) for link-time address a.
+/* Fill l's lines (innermost first, as pprof wants) for module address ma.
  * 1 if a name was found; *have_dwarf says whether DWARF covered it. */
-static int symbolize_one(profile *pr, Dwfl_Module *mod, location *l, uint64_t a, int *have_dwarf)
+static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *l, uint64_t ma,
+			 int *have_dwarf)
 {
 	size_t cap = 0;
 	l->nlines = 0;
-	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &bias);
-	Dwarf_Die *scopes = NULL, inner;
-	int ns = cu ? dwarf_getscopes(cu, a - bias, &scopes) : 0;
-	/* dwarf_getscopes continues past an inlined subroutine with the scopes
-	 * of its abstract definition; the chain of DIEs that physically hold
-	 * the innermost scope runs through the callers instead */
-	if (ns > 0) {
-		inner = scopes[0];
-		free(scopes);
-		scopes = NULL;
-		ns = dwarf_getscopes_die(&inner, &scopes);
+	uint64_t a = ma - ix->bias;
+	cu_rec *c = ix->dw ? cu_at(ix, a) : NULL;
+	Dwarf_Die fn;
+	if (c) {
+		build_cu(ix, c);
+		if (fn_at(ix, a, &fn) != 0)
+			c = NULL;
 	}
-	if (ns > 0) {
+	if (c) {
+		/* the chain of inlined copies holding a, outermost first */
+		enum { MAXDEPTH = 64 };
+		Dwarf_Die chain[MAXDEPTH], cur = fn, child;
+		int n = 0;
+		chain[n++] = fn;
+		while (n < MAXDEPTH && dwarf_child(&cur, &child) == 0) {
+			int found = 0;
+			do {
+				int tag = dwarf_tag(&child);
+				if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+				     tag == DW_TAG_try_block || tag == DW_TAG_catch_block) &&
+				    dwarf_haspc(&child, a) > 0) {
+					found = 1;
+					break;
+				}
+			} while (dwarf_siblingof(&child, &child) == 0);
+			if (!found)
+				break;
+			cur = child;
+			if (dwarf_tag(&child) == DW_TAG_inlined_subroutine)
+				chain[n++] = child;
+		}
 		*have_dwarf = 1;
 		const char *file = NULL;
 		int lineno = 0;
-		Dwfl_Line *dl = dwfl_module_getsrc(mod, a);
-		if (dl)
-			file = dwfl_lineinfo(dl, NULL, &lineno, NULL, NULL, NULL);
+		Dwarf_Line *dl = dwarf_getsrc_die(&c->die, a);
+		if (dl) {
+			file = dwarf_linesrc(dl, NULL, NULL);
+			dwarf_lineno(dl, &lineno);
+		}
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
-		dwarf_getsrcfiles(cu, &files, &nfiles);
-		for (int i = 0; i < ns; i++) {
-			int tag = dwarf_tag(&scopes[i]);
-			if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-				continue;
-			const char *name = die_name(&scopes[i]);
+		dwarf_getsrcfiles(&c->die, &files, &nfiles);
+		for (int i = n - 1; i >= 0; i--) {
+			const char *name = die_name(mod, ix, &chain[i]);
 			int decl = 0;
-			dwarf_decl_line(&scopes[i], &decl);
+			dwarf_decl_line(&chain[i], &decl);
 			add_line(l, &cap, fn_for(pr, name ? name : "??", file, (uint64_t)decl),
 				 (uint64_t)(lineno > 0 ? lineno : 0));
-			if (tag == DW_TAG_subprogram)
-				break;
 			/* the caller's position is where this one was inlined */
 			Dwarf_Attribute at;
 			Dwarf_Word cf = 0, cl = 0;
-			if (dwarf_attr(&scopes[i], DW_AT_call_file, &at))
+			if (dwarf_attr(&chain[i], DW_AT_call_file, &at))
 				dwarf_formudata(&at, &cf);
-			if (dwarf_attr(&scopes[i], DW_AT_call_line, &at))
+			if (dwarf_attr(&chain[i], DW_AT_call_line, &at))
 				dwarf_formudata(&at, &cl);
 			file = files && cf < nfiles ? dwarf_filesrc(files, cf, NULL, NULL) : NULL;
 			lineno = (int)cl;
 		}
-		free(scopes);
-		if (l->nlines)
-			return 1;
+		return 1;
 	}
 	/* no DWARF here: the symbol table's name, no file:line */
 	GElf_Off off;
 	GElf_Sym sym;
-	const char *s = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
+	const char *s = dwfl_module_addrinfo(mod, ma, &off, &sym, NULL, NULL, NULL);
 	if (!s)
 		return 0;
 	add_line(l, &cap, fn_for(pr, s, NULL, 0), 0);
@@ -789,12 +1029,15 @@ static void symbolize(profile *pr)
 			continue;
 		}
 		int named = 0, dwarf = 0;
+		dw_index ix;
+		index_open(&ix, o.mod);
 		for (size_t i = 0; i < pr->nlocs; i++) {
 			location *l = &pr->locs[i];
 			if (l->mapping_id != m->id || l->nlines)
 				continue;
-			named += symbolize_one(pr, o.mod, l, l->address - m->start + ls, &dwarf);
+			named += symbolize_one(pr, o.mod, &ix, l, l->address - m->start + ls, &dwarf);
 		}
+		index_close(&ix);
 		if (!dwarf)
 			fprintf(stderr, "%s: %s: no debug info; function names only, no file:line\n",
 				prog, file);
