@@ -652,6 +652,7 @@ static uint64_t fn_for(profile *pr, const char *mangled, const char *file, uint6
  * functions (DW_TAG_subprogram with code, at any depth) when an address
  * first lands in it. */
 
+struct bare;
 typedef struct span { uint64_t lo, hi; size_t i; } span;   /* [lo, hi) -> index */
 typedef struct fnspan { uint64_t lo, hi; Dwarf_Off die, origin; } fnspan;
 typedef struct cu_rec {
@@ -666,8 +667,12 @@ typedef struct dw_index {
 	span *cuspans; size_t ncuspans, ccuspans;
 	fnspan *fns; size_t nfns, cfns;   /* sorted by lo once a CU is added */
 	fnspan *byorigin; size_t nbyorigin;   /* concrete copies of abstract DIEs */
-	int all_built;
+	struct bare *bare; size_t nbare;      /* DWARF name -> the one symbol it has */
+	int all_built, bare_built;
 } dw_index;
+
+/* An out-of-line function known by a bare DWARF name and a mangled symbol. */
+typedef struct bare { const char *name, *sym; Dwarf_Off die; } bare;
 
 static int span_cmp(const void *a, const void *b)
 {
@@ -726,6 +731,7 @@ static void index_close(dw_index *ix)
 	free(ix->cuspans);
 	free(ix->fns);
 	free(ix->byorigin);
+	free(ix->bare);
 }
 
 /* Every subprogram with code under d, nested functions left to their parent. */
@@ -853,11 +859,96 @@ static const char *symbol_at(Dwfl_Module *mod, dw_index *ix, uint64_t pc)
 	return s && off == 0 && (strncmp(s, "_Z", 2) == 0 || strncmp(s, "_R", 2) == 0) ? s : NULL;
 }
 
+static void build_all(dw_index *ix)
+{
+	if (ix->all_built)
+		return;
+	ix->all_built = 1;
+	for (size_t i = 0; i < ix->ncus; i++)
+		build_cu(ix, &ix->cus[i]);
+}
+
+static int bare_cmp(const void *a, const void *b)
+{
+	const bare *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->sym, y->sym);
+}
+
+static const char *symbol_at(Dwfl_Module *mod, dw_index *ix, uint64_t pc);
+
+/* Out-of-line functions without a linkage name, by DWARF name; a name two
+ * symbols share is dropped. */
+static void build_bare(Dwfl_Module *mod, dw_index *ix)
+{
+	if (ix->bare_built)
+		return;
+	ix->bare_built = 1;
+	build_all(ix);
+	size_t n = 0;
+	ix->bare = sym_malloc((ix->nfns ? ix->nfns : 1) * sizeof *ix->bare);
+	for (size_t i = 0; i < ix->nfns; i++) {
+		Dwarf_Die d;
+		Dwarf_Attribute a;
+		Dwarf_Addr pc;
+		const char *name, *sym;
+		if (ix->fns[i].origin || !dwarf_offdie(ix->dw, ix->fns[i].die, &d) ||
+		    dwarf_attr_integrate(&d, DW_AT_linkage_name, &a) || !(name = dwarf_diename(&d)) ||
+		    dwarf_entrypc(&d, &pc) != 0 || !(sym = symbol_at(mod, ix, pc)))
+			continue;
+		ix->bare[n++] = (bare){ name, sym, ix->fns[i].die };
+	}
+	qsort(ix->bare, n, sizeof *ix->bare, bare_cmp);
+	size_t w = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1, syms = 1;
+		for (; j < n && strcmp(ix->bare[j].name, ix->bare[i].name) == 0; j++)
+			syms += strcmp(ix->bare[j].sym, ix->bare[j - 1].sym) != 0;
+		if (syms == 1)
+			ix->bare[w++] = ix->bare[i];
+		i = j;
+	}
+	ix->nbare = w;
+}
+
+/* Whether the out-of-line function at DIE offset off has code of its own
+ * (not inlined into it) at file:line. */
+static int own_line(dw_index *ix, Dwarf_Off off, const char *file, int line)
+{
+	Dwarf_Die d, cu, child;
+	Dwarf_Lines *lines;
+	size_t nl;
+	if (!file || line <= 0 || !dwarf_offdie(ix->dw, off, &d) || !dwarf_diecu(&d, &cu, NULL, NULL) ||
+	    dwarf_getsrclines(&cu, &lines, &nl) != 0)
+		return 0;
+	for (size_t i = 0; i < nl; i++) {
+		Dwarf_Line *ln = dwarf_onesrcline(lines, i);
+		Dwarf_Addr a;
+		int l;
+		const char *f;
+		if (!ln || dwarf_lineaddr(ln, &a) != 0 || dwarf_haspc(&d, a) <= 0 ||
+		    dwarf_lineno(ln, &l) != 0 || l != line || !(f = dwarf_linesrc(ln, NULL, NULL)) ||
+		    strcmp(f, file) != 0)
+			continue;
+		int inlined = 0;
+		if (dwarf_child(&d, &child) == 0)
+			do
+				inlined = dwarf_tag(&child) == DW_TAG_inlined_subroutine && dwarf_haspc(&child, a) > 0;
+			while (!inlined && dwarf_siblingof(&child, &child) == 0);
+		if (!inlined)
+			return 1;
+	}
+	return 0;
+}
+
 /* One name per function, the one its symbol has: the DIE's linkage name;
  * without one (rustc's line-tables-only keeps bare names such as "main"
  * with no crate path), the symbol at the function's entry, or at the entry
- * of an out-of-line copy of an inlined function; else the DWARF name. */
-static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d)
+ * of an out-of-line copy of an inlined function: the DIE its abstract origin
+ * names, else (line-tables-only keeps no such link) the one function of
+ * the same DWARF name whose own code has the frame's file:line; else the
+ * DWARF name. */
+static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d, const char *file, int line)
 {
 	Dwarf_Attribute a;
 	const char *s = NULL;
@@ -873,17 +964,29 @@ static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d)
 	Dwarf_Die org;
 	if (dwarf_attr(d, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &org)) {
 		uint64_t entry;
-		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) != 0 && !ix->all_built) {
-			ix->all_built = 1;     /* the copy may be in a CU not read yet */
-			for (size_t i = 0; i < ix->ncus; i++)
-				build_cu(ix, &ix->cus[i]);
-		}
+		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) != 0)
+			build_all(ix);     /* the copy may be in a CU not read yet */
 		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) == 0 && (s = symbol_at(mod, ix, entry)))
 			return s;
 	}
 	s = dwarf_diename(d);
 	if (!s && dwarf_attr_integrate(d, DW_AT_name, &a))   /* through abstract_origin */
 		s = dwarf_formstring(&a);
+	if (s && dwarf_tag(d) == DW_TAG_inlined_subroutine) {
+		build_bare(mod, ix);
+		bare want = { s, "", 0 };
+		size_t lo = 0, hi = ix->nbare;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (bare_cmp(&ix->bare[mid], &want) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < ix->nbare && strcmp(ix->bare[lo].name, s) == 0 &&
+		    own_line(ix, ix->bare[lo].die, file, line))
+			return ix->bare[lo].sym;
+	}
 	return s;
 }
 
@@ -944,7 +1047,7 @@ static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *
 		size_t nfiles = 0;
 		dwarf_getsrcfiles(&c->die, &files, &nfiles);
 		for (int i = n - 1; i >= 0; i--) {
-			const char *name = die_name(mod, ix, &chain[i]);
+			const char *name = die_name(mod, ix, &chain[i], file, lineno);
 			int decl = 0;
 			dwarf_decl_line(&chain[i], &decl);
 			add_line(l, &cap, fn_for(pr, name ? name : "??", file, (uint64_t)decl),
