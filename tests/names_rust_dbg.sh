@@ -77,7 +77,7 @@ for ld in lld bfd; do
 		[ "$level" = line-tables-only ] && grep -q 'expected a boolean or an integer' "$tmp/cargo.err" &&
 			{ echo "SKIP: $("$CARGO" --version) predates debug = \"line-tables-only\" (cargo 1.71)"; exit 77; }
 		grep -q 'fuse-ld' "$tmp/cargo.err" && { fail "$ld: cannot link with -fuse-ld=$ld"; continue; }
-		echo "SKIP: cargo cannot build a std-only program here"; exit 77
+		fail "$ld: cargo cannot build tests/names_rust_dbg"; continue
 	}
 	cp "$target/release/$crate" "$tmp/bin/" || exit 99
 	# the linker asked for is the one that linked (lld signs .comment)
