@@ -948,15 +948,17 @@ static int own_line(dw_index *ix, Dwarf_Off off, const char *file, int line)
  * names, else (line-tables-only keeps no such link) the one function of
  * the same DWARF name whose own code has the frame's file:line; else the
  * DWARF name. */
-static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d, const char *file, int line)
+static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d, int mangles,
+			    const char *file, int line)
 {
 	Dwarf_Attribute a;
 	const char *s = NULL;
 	if (dwarf_attr_integrate(d, DW_AT_linkage_name, &a) ||
 	    dwarf_attr_integrate(d, DW_AT_MIPS_linkage_name, &a))
 		s = dwarf_formstring(&a);
-	if (s)
-		return s;
+	if (s || !mangles)
+		return s ? s : dwarf_diename(d) ? dwarf_diename(d) :
+		       dwarf_attr_integrate(d, DW_AT_name, &a) ? dwarf_formstring(&a) : NULL;
 	Dwarf_Addr pc;
 	if (dwarf_tag(d) == DW_TAG_subprogram && dwarf_entrypc(d, &pc) == 0 &&
 	    (s = symbol_at(mod, ix, pc)))
@@ -997,6 +999,17 @@ static void add_line(location *l, size_t *cap, uint64_t fn, uint64_t lineno)
 	l->lines[l->nlines++].line = lineno;
 }
 
+/* Whether the unit's language names functions by mangled symbols (C does
+ * not: its DWARF names are its symbols). */
+static int mangles(Dwarf_Die *cu)
+{
+	switch (dwarf_srclang(cu)) {
+	case DW_LANG_C89: case DW_LANG_C: case DW_LANG_C99: case DW_LANG_C11:
+		return 0;
+	}
+	return 1;
+}
+
 /* Fill l's lines (innermost first, as pprof wants) for module address ma.
  * 1 if a name was found; *have_dwarf says whether DWARF covered it. */
 static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *l, uint64_t ma,
@@ -1006,13 +1019,17 @@ static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *
 	l->nlines = 0;
 	uint64_t a = ma - ix->bias;
 	cu_rec *c = ix->dw ? cu_at(ix, a) : NULL;
-	Dwarf_Die fn;
+	Dwarf_Die fn, cu;
+	int have_fn = 0;
 	if (c) {
 		build_cu(ix, c);
-		if (fn_at(ix, a, &fn) != 0)
-			c = NULL;
+		have_fn = fn_at(ix, a, &fn) == 0;
 	}
-	if (c) {
+	/* lines and file numbers are the function's own unit's (a function
+	 * folded with another one's code may sit in another unit) */
+	if (have_fn && !dwarf_diecu(&fn, &cu, NULL, NULL))
+		have_fn = 0;
+	if (have_fn) {
 		/* the chain of inlined copies holding a, outermost first */
 		enum { MAXDEPTH = 64 };
 		Dwarf_Die chain[MAXDEPTH], cur = fn, child;
@@ -1038,16 +1055,17 @@ static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *
 		*have_dwarf = 1;
 		const char *file = NULL;
 		int lineno = 0;
-		Dwarf_Line *dl = dwarf_getsrc_die(&c->die, a);
+		Dwarf_Line *dl = dwarf_getsrc_die(&cu, a);
 		if (dl) {
 			file = dwarf_linesrc(dl, NULL, NULL);
 			dwarf_lineno(dl, &lineno);
 		}
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
-		dwarf_getsrcfiles(&c->die, &files, &nfiles);
+		dwarf_getsrcfiles(&cu, &files, &nfiles);
+		int m = mangles(&cu);
 		for (int i = n - 1; i >= 0; i--) {
-			const char *name = die_name(mod, ix, &chain[i], file, lineno);
+			const char *name = die_name(mod, ix, &chain[i], m, file, lineno);
 			int decl = 0;
 			dwarf_decl_line(&chain[i], &decl);
 			add_line(l, &cap, fn_for(pr, name ? name : "??", file, (uint64_t)decl),
@@ -1064,13 +1082,21 @@ static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *
 		}
 		return 1;
 	}
-	/* no DWARF here: the symbol table's name, no file:line */
+	/* no function DIE here: the symbol table's name, with the line
+	 * table's file:line when the address is in a unit (assembly) */
 	GElf_Off off;
 	GElf_Sym sym;
 	const char *s = dwfl_module_addrinfo(mod, ma, &off, &sym, NULL, NULL, NULL);
 	if (!s)
 		return 0;
-	add_line(l, &cap, fn_for(pr, s, NULL, 0), 0);
+	Dwarf_Line *dl = c ? dwarf_getsrc_die(&c->die, a) : NULL;
+	const char *file = dl ? dwarf_linesrc(dl, NULL, NULL) : NULL;
+	int lineno = 0;
+	if (file && dwarf_lineno(dl, &lineno) == 0 && lineno > 0)
+		*have_dwarf = 1;
+	else
+		file = NULL, lineno = 0;
+	add_line(l, &cap, fn_for(pr, s, file, 0), (uint64_t)lineno);
 	return 1;
 }
 
