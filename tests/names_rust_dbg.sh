@@ -2,10 +2,11 @@
 # Rust ground truth with debug info (tests/names_rust_dbg, std only):
 # `cargo build --release` with the profile's debug = $NAMES_RUST_DEBUG
 # (1, 2 or line-tables-only), linked once by lld and once by GNU ld
-# (-C link-arg=-fuse-ld=...).  After heapalloc-symbolize, with the binary
-# gone, go tool pprof shows each user frame under its crate path with the
-# file:line of its "site:" comment, inlined frames included, and the C
-# main rustc generates never merged with names_rust_dbg::main.
+# (-C link-arg=-fuse-ld=...), and GNU ld's once more without .debug_aranges.
+# After heapalloc-symbolize, with the binary gone, go tool pprof shows each
+# user frame under its crate path with the file:line of its "site:"
+# comment, inlined frames included, and the C main rustc generates never
+# merged with names_rust_dbg::main.
 . "$top_srcdir/tests/names_lib.sh"
 level=${NAMES_RUST_DEBUG:?}
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
@@ -62,11 +63,14 @@ cum_sites() {
 			$NF == n || ($NF ~ /^\((partial-)?inline\)$/ && $(NF - 1) == n) {
 				v = $c; sub(/B$/, "", v); print v; found = 1; exit }
 			END { if (!found) print 0 }')
-		eq "$ld $(basename "$1"): $name $idx" "$got" "$want"
+		eq "$run $(basename "$1"): $name $idx" "$got" "$want"
 	done <"$tmp/sites"
 }
 
-for ld in lld bfd; do
+# the third run: GNU ld's binary without .debug_aranges, so units are
+# found by their own ranges alone
+for run in lld bfd bfd-noaranges; do
+	ld=${run%-noaranges}
 	rm -rf "$tmp/src" "$tmp/bin" "$tmp"/p.* "$tmp"/top.* && mkdir "$tmp/bin" || exit 99
 	cp -R "$top_srcdir/tests/names_rust_dbg" "$tmp/src" && chmod -R u+w "$tmp/src" || exit 99
 	target="$top_builddir/tests/names_rust_dbg.$level.$ld.target"
@@ -80,18 +84,22 @@ for ld in lld bfd; do
 		fail "$ld: cargo cannot build tests/names_rust_dbg"; continue
 	}
 	cp "$target/release/$crate" "$tmp/bin/" || exit 99
+	if [ "$run" = bfd-noaranges ]; then
+		objcopy --remove-section=.debug_aranges "$tmp/bin/$crate" || exit 99
+		eq "$run: .debug_aranges left" "$(readelf -SW "$tmp/bin/$crate" | grep -c '\.debug_aranges')" 0
+	fi
 	# the linker asked for is the one that linked (lld signs .comment)
 	by_lld=$(readelf -p .comment "$tmp/bin/$crate" 2>/dev/null | grep -c 'Linker: .*LLD')
 	eq "$ld: linked by lld" "$by_lld" "$([ $ld = lld ] && echo 1 || echo 0)"
 	record "$tmp/bin/$crate"
 	symbolize "$tmp/p.0001.heap" "$tmp/from_text.pb.gz"
 	symbolize "$tmp/p.0001.pb.gz" "$tmp/from_pb.pb.gz"
-	grep -q 'no debug info' "$tmp/sym.err" && fail "$ld: $(cat "$tmp/sym.err")"
+	grep -q 'no debug info' "$tmp/sym.err" && fail "$run: $(cat "$tmp/sym.err")"
 	rm -rf "$tmp/bin"
 	for f in "$tmp/from_text.pb.gz" "$tmp/from_pb.pb.gz"; do
 		user_stacks "$f" >"$tmp/got"
 		cmp -s "$tmp/got" "$tmp/want" ||
-			fail "$ld $(basename "$f"): stacks differ (- want, + got): $(diff "$tmp/want" "$tmp/got" | grep '^[<>]')"
+			fail "$run $(basename "$f"): stacks differ (- want, + got): $(diff "$tmp/want" "$tmp/got" | grep '^[<>]')"
 		cum_sites "$f"
 	done
 done
