@@ -645,12 +645,14 @@ static uint64_t fn_for(profile *pr, const char *mangled, const char *file, uint6
 /* ---- the DWARF index of one binary ---------------------------------------
  *
  * Addresses are found through each compile unit's own ranges (DW_AT_low_pc /
- * high_pc / DW_AT_ranges), never through .debug_aranges alone: rustc and
- * some linkers leave code out of it, and libdw 0.188's dwarf_getscopes does
- * not descend into DW_TAG_namespace, where rustc nests every function.
- * The CU list is built once per binary; a CU's list of out-of-line
- * functions (DW_TAG_subprogram with code, at any depth) when an address
- * first lands in it. */
+ * high_pc / DW_AT_ranges), never through .debug_aranges alone (a binary may
+ * lack it, and libdw 0.188 then finds no unit), and functions through the
+ * unit's tree: libdw 0.188's dwarf_getscopes prunes every DIE that does not
+ * hold the address, DW_TAG_namespace included, where rustc nests every
+ * function.  The CU list is built once per binary; a CU's sorted list of
+ * out-of-line functions (DW_TAG_subprogram with code, at any depth) when an
+ * address first lands in it; the lists across all CUs only when a name
+ * needs them (an inlined function without a linkage name). */
 
 struct bare;
 typedef struct span { uint64_t lo, hi; size_t i; } span;   /* [lo, hi) -> index */
@@ -658,6 +660,7 @@ typedef struct fnspan { uint64_t lo, hi; Dwarf_Off die, origin; } fnspan;
 typedef struct cu_rec {
 	Dwarf_Die die;            /* the unit's DIE, for its line table */
 	Dwarf_Die body;           /* where its functions are (a split unit's own DIE) */
+	fnspan *fns; size_t nfns, cfns;   /* sorted by lo once built */
 	int built;
 } cu_rec;
 typedef struct dw_index {
@@ -665,10 +668,9 @@ typedef struct dw_index {
 	Dwarf_Addr bias;          /* module address = DWARF address + bias */
 	cu_rec *cus; size_t ncus, ccus;
 	span *cuspans; size_t ncuspans, ccuspans;
-	fnspan *fns; size_t nfns, cfns;   /* sorted by lo once a CU is added */
 	fnspan *byorigin; size_t nbyorigin;   /* concrete copies of abstract DIEs */
 	struct bare *bare; size_t nbare;      /* DWARF name -> the one symbol it has */
-	int all_built, bare_built;
+	int origins_built, bare_built;
 } dw_index;
 
 /* An out-of-line function known by a bare DWARF name and a mangled symbol. */
@@ -710,6 +712,8 @@ static void index_open(dw_index *ix, Dwfl_Module *mod)
 		cu_rec *c = &ix->cus[ix->ncus];
 		c->die = cudie;
 		c->body = type == DW_UT_skeleton && dwarf_tag(&subdie) == DW_TAG_compile_unit ? subdie : cudie;
+		c->fns = NULL;
+		c->nfns = c->cfns = 0;
 		c->built = 0;
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t off = 0;
@@ -727,15 +731,16 @@ static void index_open(dw_index *ix, Dwfl_Module *mod)
 
 static void index_close(dw_index *ix)
 {
+	for (size_t i = 0; i < ix->ncus; i++)
+		free(ix->cus[i].fns);
 	free(ix->cus);
 	free(ix->cuspans);
-	free(ix->fns);
 	free(ix->byorigin);
 	free(ix->bare);
 }
 
 /* Every subprogram with code under d, nested functions left to their parent. */
-static void collect_fns(dw_index *ix, Dwarf_Die *d)
+static void collect_fns(cu_rec *c, Dwarf_Die *d)
 {
 	Dwarf_Die child;
 	if (dwarf_child(d, &child) != 0)
@@ -753,35 +758,44 @@ static void collect_fns(dw_index *ix, Dwarf_Die *d)
 			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
 				if (hi <= lo)
 					continue;
-				GROW(ix->fns, ix->nfns, ix->cfns);
-				ix->fns[ix->nfns++] = (fnspan){ lo, hi, dwarf_dieoffset(&child), origin };
+				GROW(c->fns, c->nfns, c->cfns);
+				c->fns[c->nfns++] = (fnspan){ lo, hi, dwarf_dieoffset(&child), origin };
 			}
 		} else if (dwarf_haschildren(&child) > 0 && tag != DW_TAG_member &&
 			   tag != DW_TAG_formal_parameter && tag != DW_TAG_variable) {
-			collect_fns(ix, &child);   /* namespaces, types holding methods */
+			collect_fns(c, &child);   /* namespaces, types holding methods */
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
-static void build_cu(dw_index *ix, cu_rec *c)
+static void build_cu(cu_rec *c)
 {
 	if (c->built)
 		return;
 	c->built = 1;
-	size_t before = ix->nfns;
-	collect_fns(ix, &c->body);
-	if (ix->nfns == before)
+	collect_fns(c, &c->body);
+	if (c->nfns)
+		qsort(c->fns, c->nfns, sizeof *c->fns, fnspan_cmp);
+}
+
+/* Every unit's functions, and the out-of-line copies of inlined ones by
+ * their abstract DIE (which LTO may put in another unit). */
+static void build_origins(dw_index *ix)
+{
+	if (ix->origins_built)
 		return;
-	qsort(ix->fns, ix->nfns, sizeof *ix->fns, fnspan_cmp);
+	ix->origins_built = 1;
 	size_t n = 0;
-	for (size_t i = 0; i < ix->nfns; i++)
-		n += ix->fns[i].origin != 0;
-	free(ix->byorigin);
+	for (size_t i = 0; i < ix->ncus; i++) {
+		build_cu(&ix->cus[i]);
+		for (size_t k = 0; k < ix->cus[i].nfns; k++)
+			n += ix->cus[i].fns[k].origin != 0;
+	}
 	ix->byorigin = sym_malloc((n ? n : 1) * sizeof *ix->byorigin);
-	ix->nbyorigin = 0;
-	for (size_t i = 0; i < ix->nfns; i++)
-		if (ix->fns[i].origin)
-			ix->byorigin[ix->nbyorigin++] = ix->fns[i];
+	for (size_t i = 0; i < ix->ncus; i++)
+		for (size_t k = 0; k < ix->cus[i].nfns; k++)
+			if (ix->cus[i].fns[k].origin)
+				ix->byorigin[ix->nbyorigin++] = ix->cus[i].fns[k];
 	qsort(ix->byorigin, ix->nbyorigin, sizeof *ix->byorigin, origin_cmp);
 }
 
@@ -811,19 +825,19 @@ static cu_rec *cu_at(dw_index *ix, uint64_t a)
 
 /* The innermost out-of-line function holding a (nested ranges: the last,
  * tightest start wins). */
-static int fn_at(dw_index *ix, uint64_t a, Dwarf_Die *out)
+static int fn_at(dw_index *ix, cu_rec *c, uint64_t a, Dwarf_Die *out)
 {
-	size_t lo = 0, hi = ix->nfns;
+	size_t lo = 0, hi = c->nfns;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (ix->fns[mid].lo <= a)
+		if (c->fns[mid].lo <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (size_t k = lo; k-- > 0 && k + 64 >= lo;)
-		if (a < ix->fns[k].hi)
-			return dwarf_offdie(ix->dw, ix->fns[k].die, out) ? 0 : -1;
+		if (a < c->fns[k].hi)
+			return dwarf_offdie(ix->dw, c->fns[k].die, out) ? 0 : -1;
 	return -1;
 }
 
@@ -859,23 +873,12 @@ static const char *symbol_at(Dwfl_Module *mod, dw_index *ix, uint64_t pc)
 	return s && off == 0 && (strncmp(s, "_Z", 2) == 0 || strncmp(s, "_R", 2) == 0) ? s : NULL;
 }
 
-static void build_all(dw_index *ix)
-{
-	if (ix->all_built)
-		return;
-	ix->all_built = 1;
-	for (size_t i = 0; i < ix->ncus; i++)
-		build_cu(ix, &ix->cus[i]);
-}
-
 static int bare_cmp(const void *a, const void *b)
 {
 	const bare *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
 	return c ? c : strcmp(x->sym, y->sym);
 }
-
-static const char *symbol_at(Dwfl_Module *mod, dw_index *ix, uint64_t pc);
 
 /* Out-of-line functions without a linkage name, by DWARF name; a name two
  * symbols share is dropped. */
@@ -884,21 +887,24 @@ static void build_bare(Dwfl_Module *mod, dw_index *ix)
 	if (ix->bare_built)
 		return;
 	ix->bare_built = 1;
-	build_all(ix);
-	size_t n = 0;
-	ix->bare = sym_malloc((ix->nfns ? ix->nfns : 1) * sizeof *ix->bare);
-	for (size_t i = 0; i < ix->nfns; i++) {
-		Dwarf_Die d;
-		Dwarf_Attribute a;
-		Dwarf_Addr pc;
-		const char *name, *sym;
-		if (ix->fns[i].origin || !dwarf_offdie(ix->dw, ix->fns[i].die, &d) ||
-		    dwarf_attr_integrate(&d, DW_AT_linkage_name, &a) || !(name = dwarf_diename(&d)) ||
-		    dwarf_entrypc(&d, &pc) != 0 || !(sym = symbol_at(mod, ix, pc)))
-			continue;
-		ix->bare[n++] = (bare){ name, sym, ix->fns[i].die };
-	}
-	qsort(ix->bare, n, sizeof *ix->bare, bare_cmp);
+	build_origins(ix);
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < ix->ncus; i++)
+		for (size_t k = 0; k < ix->cus[i].nfns; k++) {
+			const fnspan *f = &ix->cus[i].fns[k];
+			Dwarf_Die d;
+			Dwarf_Attribute a;
+			Dwarf_Addr pc;
+			const char *name, *sym;
+			if (f->origin || !dwarf_offdie(ix->dw, f->die, &d) ||
+			    dwarf_attr_integrate(&d, DW_AT_linkage_name, &a) || !(name = dwarf_diename(&d)) ||
+			    dwarf_entrypc(&d, &pc) != 0 || pc != f->lo || !(sym = symbol_at(mod, ix, pc)))
+				continue;      /* (one entry per function, not per range) */
+			GROW(ix->bare, n, cap);
+			ix->bare[n++] = (bare){ name, sym, f->die };
+		}
+	if (n)
+		qsort(ix->bare, n, sizeof *ix->bare, bare_cmp);
 	size_t w = 0;
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1, syms = 1;
@@ -912,13 +918,15 @@ static void build_bare(Dwfl_Module *mod, dw_index *ix)
 }
 
 /* Whether the out-of-line function at DIE offset off has code of its own
- * (not inlined into it) at file:line. */
+ * (not inlined into it directly) at file:line. */
 static int own_line(dw_index *ix, Dwarf_Off off, const char *file, int line)
 {
 	Dwarf_Die d, cu, child;
 	Dwarf_Lines *lines;
 	size_t nl;
+	Dwarf_Addr lo, hi;
 	if (!file || line <= 0 || !dwarf_offdie(ix->dw, off, &d) || !dwarf_diecu(&d, &cu, NULL, NULL) ||
+	    dwarf_lowpc(&d, &lo) != 0 || dwarf_highpc(&d, &hi) != 0 ||
 	    dwarf_getsrclines(&cu, &lines, &nl) != 0)
 		return 0;
 	for (size_t i = 0; i < nl; i++) {
@@ -926,7 +934,7 @@ static int own_line(dw_index *ix, Dwarf_Off off, const char *file, int line)
 		Dwarf_Addr a;
 		int l;
 		const char *f;
-		if (!ln || dwarf_lineaddr(ln, &a) != 0 || dwarf_haspc(&d, a) <= 0 ||
+		if (!ln || dwarf_lineaddr(ln, &a) != 0 || a < lo || a >= hi ||
 		    dwarf_lineno(ln, &l) != 0 || l != line || !(f = dwarf_linesrc(ln, NULL, NULL)) ||
 		    strcmp(f, file) != 0)
 			continue;
@@ -966,8 +974,7 @@ static const char *die_name(Dwfl_Module *mod, dw_index *ix, Dwarf_Die *d, int ma
 	Dwarf_Die org;
 	if (dwarf_attr(d, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &org)) {
 		uint64_t entry;
-		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) != 0)
-			build_all(ix);     /* the copy may be in a CU not read yet */
+		build_origins(ix);
 		if (concrete_of(ix, dwarf_dieoffset(&org), &entry) == 0 && (s = symbol_at(mod, ix, entry)))
 			return s;
 	}
@@ -1022,8 +1029,8 @@ static int symbolize_one(profile *pr, Dwfl_Module *mod, dw_index *ix, location *
 	Dwarf_Die fn, cu;
 	int have_fn = 0;
 	if (c) {
-		build_cu(ix, c);
-		have_fn = fn_at(ix, a, &fn) == 0;
+		build_cu(c);
+		have_fn = fn_at(ix, c, a, &fn) == 0;
 	}
 	/* lines and file numbers are the function's own unit's (a function
 	 * folded with another one's code may sit in another unit) */
