@@ -9,7 +9,7 @@ RUSTC=$(command -v rustc || true)
 [ -n "$RUSTC" ] || { echo "SKIP: rustc not found"; exit 77; }
 [ -f "$HA_LIB" ] || { echo "missing $HA_LIB"; exit 99; }
 "$RUSTC" -C opt-level=1 -o "$tmp/renv" "$top_srcdir/tests/prof_rust_env.rs" 2>"$tmp/rustc.err" ||
-	{ cat "$tmp/rustc.err"; echo "SKIP: rustc cannot build a std program here"; exit 77; }
+	{ cat "$tmp/rustc.err"; echo "FAIL: rustc cannot build tests/prof_rust_env.rs"; exit 1; }
 mkdir "$tmp/r"
 pfx="$tmp/r/rüst"
 LD_PRELOAD="$HA_LIB" HEAPPROFILE="$pfx" "$tmp/renv" >"$tmp/out" 2>"$tmp/err" ||

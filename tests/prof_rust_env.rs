@@ -4,6 +4,15 @@
 use std::env;
 use std::process::Command;
 
+// Hides a value from the optimiser (std::hint::black_box is newer than
+// Debian's rustc).
+#[inline(always)]
+fn opaque<T>(x: T) -> T {
+    let r = unsafe { std::ptr::read_volatile(&x) };
+    std::mem::forget(x);
+    r
+}
+
 fn main() {
     let args: Vec<String> = env::args().collect();
     let before: Vec<(String, String)> = env::vars().collect();
@@ -13,7 +22,7 @@ fn main() {
     }
     if args.len() > 1 && args[1] == "child" {
         println!("child {} vars", before.len());
-        std::hint::black_box(&keep);
+        opaque(&keep);
         return;
     }
     let status = Command::new(&args[0]).arg("child").status().expect("spawn the child");
@@ -21,5 +30,5 @@ fn main() {
     let after: Vec<(String, String)> = env::vars().collect();
     let hp = env::var("HEAPPROFILE").expect("HEAPPROFILE is not UTF-8 or unset");
     println!("parent {} vars before, {} after, HEAPPROFILE={}", before.len(), after.len(), hp);
-    std::hint::black_box(&keep);
+    opaque(&keep);
 }

@@ -4,6 +4,15 @@
 //! peak must hold after the Vec is gone, and start/stop/running must work.
 use std::path::Path;
 
+// Hides a value from the optimiser (std::hint::black_box is newer than
+// Debian's rustc).
+#[inline(always)]
+fn keep<T>(x: T) -> T {
+    let r = unsafe { std::ptr::read_volatile(&x) };
+    std::mem::forget(x);
+    r
+}
+
 const N: usize = 1 << 20; // u64s: 8 MiB, a large block counted as requested
 
 fn check(what: &str, ok: bool, got: impl std::fmt::Debug) {
@@ -18,7 +27,7 @@ fn main() {
     check("running from HEAPPROFILE", heapalloc::running(), heapalloc::running());
     check("version", heapalloc::version() == "0.1.0", heapalloc::version());
     let before = heapalloc::stats();
-    let v: Vec<u64> = std::hint::black_box(vec![7u64; N]);
+    let v: Vec<u64> = keep(vec![7u64; N]);
     let bytes = (v.len() * std::mem::size_of::<u64>()) as u64;
     let during = heapalloc::stats();
     let d = heapalloc::dump("x");
@@ -37,7 +46,7 @@ fn main() {
     check("dumps", after.dumps == before.dumps + 1, (before, after));
     // a peak that comes and goes between two stats() calls still counts
     // (HEAP_PROFILE_PEAK_INTERVAL=1 in the test: every new high is seen)
-    let big = std::hint::black_box(vec![1u8; 12 << 20]);
+    let big = keep(vec![1u8; 12 << 20]);
     drop(big);
     let gone = heapalloc::stats();
     check("peak of a dropped Vec", gone.peak >= after.in_use + (12 << 20), (after, gone));

@@ -1,0 +1,4 @@
+#!/bin/sh
+# names_rust_dbg.sh with debug = 1 (limited: functions and lines, no types).
+NAMES_RUST_DEBUG=1
+. "$top_srcdir/tests/names_rust_dbg.sh"

@@ -1,0 +1,4 @@
+#!/bin/sh
+# names_rust_dbg.sh with debug = true (2: full debug info).
+NAMES_RUST_DEBUG=2
+. "$top_srcdir/tests/names_rust_dbg.sh"

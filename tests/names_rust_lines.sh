@@ -1,0 +1,4 @@
+#!/bin/sh
+# names_rust_dbg.sh with debug = "line-tables-only" (no linkage names).
+NAMES_RUST_DEBUG=line-tables-only
+. "$top_srcdir/tests/names_rust_dbg.sh"
