@@ -1,0 +1,87 @@
+# ha_growth.py — `heapalloc growth OLD NEW`: the stacks whose in-use bytes
+# grew most between two dumps of one process, either format (ha_dump),
+# heap_v2/R dumps unsampled as pprof does.  Frames are named by
+# heapalloc-symbolize (ha_symbolize) unless NEW already carries names, shown
+# with file:line and pprof's short names (ha_names), each site led by its
+# first frame outside the standard libraries.
+import os
+import sys
+
+import ha_dump
+import ha_names
+import ha_pb
+import ha_symbolize
+
+
+def human(n):
+    for unit, size in (('GiB', 1 << 30), ('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if abs(n) >= size:
+            return '%.1f %s' % (n / size, unit)
+    return '%d B' % n
+
+
+def frame_text(f, full):
+    name = f.name if full else ha_names.short_name(f.name)
+    if f.source and f.line > 0:
+        return '%s %s:%d' % (name, os.path.basename(f.source), f.line)
+    return name
+
+
+def site(D, key, full):
+    """'lead <- callers...  [via library frames, leaf first]' for one stack."""
+    frames = []                     # (text, standard?)
+    for a, shown in zip(key, D.shown[key]):
+        named = D.frames.get(a)
+        module = D.module_of(a) if a > 0 else ''
+        if not named:
+            frames.append(('0x%x' % shown, ha_names.is_standard('', '', module)))
+            continue
+        for f in named:
+            std = ha_names.is_standard(ha_names.short_name(f.name), f.source, module)
+            frames.append((frame_text(f, full), std))
+    lead = next((k for k, (_, std) in enumerate(frames) if not std), 0)
+    # callers up to the program's outermost frame: libc's start-up
+    # (__libc_start_main, _start, start_thread) below main is left out
+    last = max([k for k, (_, std) in enumerate(frames) if not std] or [len(frames) - 1])
+    text = ' <- '.join(t for t, _ in frames[lead:last + 1])
+    if lead:
+        text += '  [via %s]' % ' <- '.join(t for t, _ in frames[:lead])
+    return text
+
+
+def growth(tool_dir, old, new, top, binaries, full, err):
+    try:
+        Dold = ha_dump.load(old)
+        Dnew = ha_dump.load(new)
+    except ha_dump.LoadError as e:
+        err('growth: %s' % e)
+        return 1
+    rows = []
+    for key in set(Dold.stacks) | set(Dnew.stacks):
+        o = Dold.stacks.get(key, (0.0, 0.0))
+        n = Dnew.stacks.get(key, (0.0, 0.0))
+        grew = round(n[1]) - round(o[1])
+        if grew > 0:
+            rows.append((grew, round(o[1]), round(n[1]), round(n[0]) - round(o[0]), key))
+    rows.sort(key=lambda r: (-r[0], r[4]))
+    total = sum(r[0] for r in rows)
+    rows = rows[:top]
+    if Dnew.unnamed([r[4] for r in rows]):
+        data, warnings = ha_symbolize.symbolized(tool_dir, new, binaries)
+        for w in warnings:
+            err('growth: %s' % w)
+        if data is not None:
+            try:
+                Dnew.name_from(ha_pb.read_profile(data))
+            except ha_pb.PbError as e:
+                err('growth: heapalloc-symbolize wrote an unreadable profile (%s); frames stay addresses'
+                    % e.args[0])
+    out = sys.stdout
+    out.write('in-use growth %s -> %s: %s in %d stack%s%s\n' % (
+        old, new, human(total), len(rows), '' if len(rows) == 1 else 's',
+        ' (unsampled estimates)' if Dold.sampled or Dnew.sampled else ''))
+    out.write('%12s %12s %12s %8s  %s\n' % ('grew', 'old', 'new', 'objects',
+                                           'site: first frame of the program, then its callers'))
+    for grew, o, n, objs, key in rows:
+        out.write('%12d %12d %12d %+8d  %s\n' % (grew, o, n, objs, site(Dnew, key, full)))
+    return 0
