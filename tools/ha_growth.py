@@ -49,6 +49,21 @@ def site(D, key, full):
     return text
 
 
+def name(D, binaries, tool_dir, err):
+    """Frames for D's addresses through heapalloc-symbolize, unless it has them."""
+    if not D.unnamed(D.stacks):
+        return
+    data, warnings = ha_symbolize.symbolized(tool_dir, D.path, binaries)
+    for w in warnings:
+        err('growth: %s' % w)
+    if data is not None:
+        try:
+            D.name_from(ha_pb.read_profile(data))
+        except ha_pb.PbError as e:
+            err('growth: heapalloc-symbolize wrote an unreadable profile (%s); frames stay addresses'
+                % e.args[0])
+
+
 def growth(tool_dir, old, new, top, binaries, full, err):
     try:
         Dold = ha_dump.load(old)
@@ -56,32 +71,32 @@ def growth(tool_dir, old, new, top, binaries, full, err):
     except ha_dump.LoadError as e:
         err('growth: %s' % e)
         return 1
+    name(Dnew, binaries, tool_dir, err)
+    if set(Dold.stacks) - set(Dnew.stacks):
+        name(Dold, binaries, tool_dir, err)
+    # stacks that show as the same site are one site (pprof merges by name
+    # too): a call site that the compiler copied, one line in two places
+    sites = {}
+    for D, k in ((Dold, 0), (Dnew, 1)):
+        for key, (objs, size) in D.stacks.items():
+            text = site(Dnew if key in Dnew.stacks else Dold, key, full)
+            t = sites.setdefault(text, [0.0, 0.0, 0.0, 0.0])
+            t[2 * k] += objs
+            t[2 * k + 1] += size
     rows = []
-    for key in set(Dold.stacks) | set(Dnew.stacks):
-        o = Dold.stacks.get(key, (0.0, 0.0))
-        n = Dnew.stacks.get(key, (0.0, 0.0))
-        grew = round(n[1]) - round(o[1])
+    for text, (oo, ob, no, nb) in sites.items():
+        grew = round(nb) - round(ob)
         if grew > 0:
-            rows.append((grew, round(o[1]), round(n[1]), round(n[0]) - round(o[0]), key))
+            rows.append((grew, round(ob), round(nb), round(no) - round(oo), text))
     rows.sort(key=lambda r: (-r[0], r[4]))
     total = sum(r[0] for r in rows)
     rows = rows[:top]
-    if Dnew.unnamed([r[4] for r in rows]):
-        data, warnings = ha_symbolize.symbolized(tool_dir, new, binaries)
-        for w in warnings:
-            err('growth: %s' % w)
-        if data is not None:
-            try:
-                Dnew.name_from(ha_pb.read_profile(data))
-            except ha_pb.PbError as e:
-                err('growth: heapalloc-symbolize wrote an unreadable profile (%s); frames stay addresses'
-                    % e.args[0])
     out = sys.stdout
-    out.write('in-use growth %s -> %s: %s in %d stack%s%s\n' % (
+    out.write('in-use growth %s -> %s: %s in %d site%s%s\n' % (
         old, new, human(total), len(rows), '' if len(rows) == 1 else 's',
         ' (unsampled estimates)' if Dold.sampled or Dnew.sampled else ''))
     out.write('%12s %12s %12s %8s  %s\n' % ('grew', 'old', 'new', 'objects',
                                            'site: first frame of the program, then its callers'))
-    for grew, o, n, objs, key in rows:
-        out.write('%12d %12d %12d %+8d  %s\n' % (grew, o, n, objs, site(Dnew, key, full)))
+    for grew, o, n, objs, text in rows:
+        out.write('%12d %12d %12d %+8d  %s\n' % (grew, o, n, objs, text))
     return 0
