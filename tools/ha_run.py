@@ -200,7 +200,11 @@ def no_profile_reason(path, name, prefix, lib):
                 'HEAPPROFILE in such a program (run it as its owner, or a copy without the bit)'
                 % (name, why, user_name(os.getuid())))
     d = os.path.dirname(prefix) or '.'
-    if not os.path.isdir(d):
+    try:
+        gone = os.stat(d).st_nlink == 0         # a working directory since removed
+    except OSError:
+        gone = True
+    if gone or not os.path.isdir(d):
         return 'the output directory %s does not exist (-o %s)' % (d, prefix)
     if not os.access(d, os.W_OK | os.X_OK):
         return 'the output directory %s is not writable by %s (-o %s)' % (d, user_name(os.getuid()), prefix)
