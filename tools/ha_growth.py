@@ -27,18 +27,26 @@ def frame_text(f, full):
     return name
 
 
-def site(D, key, full):
-    """'lead <- callers...  [via library frames, leaf first]' for one stack."""
-    frames = []                     # (text, standard?)
-    for a, shown in zip(key, D.shown[key]):
+def frames_at(D, a, shown, full, cache):
+    """[(text, standard?)] of the frames at address a, innermost first."""
+    got = cache.get((a, shown))
+    if got is None:
         named = D.frames.get(a)
         module = D.module_of(a) if a > 0 else ''
         if not named:
-            frames.append(('0x%x' % shown, ha_names.is_standard('', '', module)))
-            continue
-        for f in named:
-            std = ha_names.is_standard(ha_names.short_name(f.name), f.source, module)
-            frames.append((frame_text(f, full), std))
+            got = [('0x%x' % shown, ha_names.is_standard('', '', module))]
+        else:
+            got = [(frame_text(f, full), ha_names.is_standard(ha_names.short_name(f.name), f.source, module))
+                   for f in named]
+        cache[(a, shown)] = got
+    return got
+
+
+def site(D, key, full, cache):
+    """'lead <- callers...  [via library frames, leaf first]' for one stack."""
+    frames = []                     # (text, standard?)
+    for a, shown in zip(key, D.shown[key]):
+        frames += frames_at(D, a, shown, full, cache)
     lead = next((k for k, (_, std) in enumerate(frames) if not std), 0)
     # callers up to the program's outermost frame: libc's start-up
     # (__libc_start_main, _start, start_thread) below main is left out
@@ -49,10 +57,11 @@ def site(D, key, full):
     return text
 
 
-def name(D, binaries, tool_dir, err):
-    """Frames for D's addresses through heapalloc-symbolize, unless it has them."""
-    if not D.unnamed(D.stacks):
-        return
+def name(D, keys, binaries, tool_dir, err):
+    """Frames for D's addresses through heapalloc-symbolize, unless the
+    stacks keys are all named already."""
+    if not D.unnamed(keys) or not any(path.startswith('/') for _, _, path in D.modules):
+        return                          # named already, or no file to name them from
     data, warnings = ha_symbolize.symbolized(tool_dir, D.path, binaries)
     for w in warnings:
         err('growth: %s' % w)
@@ -71,15 +80,21 @@ def growth(tool_dir, old, new, top, binaries, full, err):
     except ha_dump.LoadError as e:
         err('growth: %s' % e)
         return 1
-    name(Dnew, binaries, tool_dir, err)
-    if set(Dold.stacks) - set(Dnew.stacks):
-        name(Dold, binaries, tool_dir, err)
+    name(Dnew, Dnew.stacks, binaries, tool_dir, err)
+    # one process: NEW's names hold for OLD's addresses; OLD is named itself
+    # only for stacks that were freed before NEW and hold other addresses
+    for a, f in Dnew.frames.items():
+        Dold.frames.setdefault(a, f)
+    Dold.modules += [m for m in Dnew.modules if m not in Dold.modules]
+    name(Dold, set(Dold.stacks) - set(Dnew.stacks), binaries, tool_dir, err)
     # stacks that show as the same site are one site (pprof merges by name
     # too): a call site that the compiler copied, one line in two places
     sites = {}
+    caches = {id(Dold): {}, id(Dnew): {}}
     for D, k in ((Dold, 0), (Dnew, 1)):
         for key, (objs, size) in D.stacks.items():
-            text = site(Dnew if key in Dnew.stacks else Dold, key, full)
+            S = Dnew if key in Dnew.stacks else Dold
+            text = site(S, key, full, caches[id(S)])
             t = sites.setdefault(text, [0.0, 0.0, 0.0, 0.0])
             t[2 * k] += objs
             t[2 * k + 1] += size

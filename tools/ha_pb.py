@@ -45,12 +45,20 @@ def fields(buf, i, end):
     """Yield (field, wire, value or (start, end), offset) of one message."""
     while i < end:
         off = i
-        key, i = varint(buf, i, end)
+        key = buf[i]
+        if key < 0x80:                  # one-byte varints inline: most keys and ids
+            i += 1
+        else:
+            key, i = varint(buf, i, end)
         field, wire = key >> 3, key & 7
         if field == 0:
             raise PbError(off, 'field number 0')
         if wire == 0:
-            v, i = varint(buf, i, end)
+            if i < end and buf[i] < 0x80:
+                v = buf[i]
+                i += 1
+            else:
+                v, i = varint(buf, i, end)
         elif wire == 1:
             if i + 8 > end:
                 raise PbError(off, 'fixed64 field %d runs past the end' % field)
