@@ -1,9 +1,15 @@
 # ha_cli.py — the heapalloc command line: one argparse parser per subcommand
 # (run, check, growth, symbolize, timeline), bad usage as one stderr line and
 # exit 2, and the dispatch to the module that owns each command.  Where the
-# library and heapalloc-symbolize are comes from the entry script (Where).
+# library and heapalloc-symbolize are comes from the entry script (main's
+# `where`).
 import argparse
 import sys
+
+import ha_check
+import ha_growth
+import ha_run
+import ha_symbolize
 
 PROG = 'heapalloc'
 
@@ -25,7 +31,7 @@ COMMANDS = """Commands:
   run [OPTIONS] -- PROG ARGS...   run PROG with libheapalloc preloaded and profiling on
   check FILE...                   validate heap profiles (text dumps or .pb.gz)
   growth OLD NEW [--top N] [--binary PROG] [--full-names]
-                                  the stacks whose in-use bytes grew most between two dumps
+                                  the call sites whose in-use bytes grew most between two dumps
   symbolize ARGS...               heapalloc-symbolize: names, file:line into a .sym.pb.gz
   timeline ARGS...                in-use bytes over a run's dumps
 
@@ -40,6 +46,7 @@ class TopParser(Parser):
     def format_help(self):
         return 'usage: %s COMMAND [ARGS...]\n\n%s' % (PROG, COMMANDS)
 
+
 RUN_EPILOG = """The exit status is PROG's (128+N when signal N killed it; 127 when PROG
 cannot be executed).  Sizes take k, M, G, T suffixes (powers of 1024): 512k,
 64M, 1G.  A static binary, a setuid program run by another user or an output
@@ -52,7 +59,7 @@ every sample's locations defined).  PREFIX.log and .stats files are checked
 for their line shapes.  Prints 'FILE:LINE: what is wrong' for each problem
 and exits 1, or 'FILE: ok (...)' for each good file and exits 0."""
 
-GROWTH_DESC = """The stacks whose in-use bytes grew most from dump OLD to dump NEW (two
+GROWTH_DESC = """The call sites whose in-use bytes grew most from dump OLD to dump NEW (two
 dumps of one process, text .heap or .pb.gz, raw or symbolised: stacks are
 matched by their addresses).  Sampled dumps (heap_v2/R) are unsampled as
 pprof does.  Columns: grew, old and new in-use bytes, and the change in
@@ -67,7 +74,6 @@ def build_parser():
     top.add_argument('--version', action='store_true', help='print the version and exit')
     sub = top.add_subparsers(dest='command', metavar='COMMAND', parser_class=Parser)
 
-    import ha_run
     run = sub.add_parser('run', prog=PROG + ' run',
                          usage='%(prog)s [-o PREFIX] [--sample BYTES] [--every-alloc SIZE]\n'
                                '                     [--inuse SIZE] [--time SEC] [--signal SIG]\n'
@@ -93,7 +99,7 @@ def build_parser():
                             allow_abbrev=False)
     growth.add_argument('old', metavar='OLD')
     growth.add_argument('new', metavar='NEW')
-    growth.add_argument('--top', default='10', metavar='N', help='show N stacks (default 10)')
+    growth.add_argument('--top', default='10', metavar='N', help='show N sites (default 10)')
     growth.add_argument('--binary', action='append', default=[], metavar='PROG',
                         help='a binary or library to read symbols from instead of the path in '
                              'the dump (matched by file name or build ID); may be repeated')
@@ -109,7 +115,6 @@ def main(argv, where):
     """where: .lib (libheapalloc.so to preload), .tools (heapalloc-symbolize's
     directory), .modules (this file's), .version."""
     if argv and argv[0] == 'symbolize':
-        import ha_symbolize
         return ha_symbolize.run_passthrough(where.tools, argv[1:], err)
     if argv and argv[0] == 'timeline':
         try:
@@ -124,11 +129,9 @@ def main(argv, where):
     try:
         args = parser.parse_args(argv)
     except Usage as e:
-        cmd = argv[0] if argv and argv[0] in ('run', 'check', 'growth') else None
-        if cmd:
-            err('%s: %s (see heapalloc %s --help)' % (cmd, e, cmd))
-        else:
-            err('%s (see heapalloc --help)' % e)
+        if argv and argv[0] in COMMAND_FUNCS:
+            return usage_error(argv[0], str(e))
+        err('%s (see heapalloc --help)' % e)
         return 2
     if args.version:
         sys.stdout.write('heapalloc %s\n' % where.version)
@@ -136,7 +139,7 @@ def main(argv, where):
     if args.command is None:
         sys.stderr.write(parser.format_help())
         return 2
-    return globals()['cmd_' + args.command](args, where)
+    return COMMAND_FUNCS[args.command](args, where)
 
 
 def usage_error(cmd, msg):
@@ -145,7 +148,6 @@ def usage_error(cmd, msg):
 
 
 def cmd_run(args, where):
-    import ha_run
     variables, sig = {}, None
     for flag, (var, kind, metavar, text) in ha_run.OPTIONS.items():
         val = getattr(args, var)
@@ -167,13 +169,14 @@ def cmd_run(args, where):
 
 
 def cmd_check(args, where):
-    import ha_check
     return ha_check.check(args.files)
 
 
 def cmd_growth(args, where):
-    import ha_growth
     if not args.top.isdigit() or int(args.top) == 0:
         return usage_error('growth', '--top %r is not a positive whole number' % args.top)
     return ha_growth.growth(where.tools, args.old, args.new, int(args.top), args.binary,
                             args.full_names, err)
+
+
+COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth}

@@ -1,4 +1,4 @@
-# ha_growth.py — `heapalloc growth OLD NEW`: the stacks whose in-use bytes
+# ha_growth.py — `heapalloc growth OLD NEW`: the call sites whose in-use bytes
 # grew most between two dumps of one process, either format (ha_dump),
 # heap_v2/R dumps unsampled as pprof does.  Frames are named by
 # heapalloc-symbolize (ha_symbolize) unless NEW already carries names, shown

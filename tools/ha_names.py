@@ -80,7 +80,8 @@ def short_name(name):
         elif c == ' ':
             if TAIL_RE.match(name[i:]):
                 break
-            out = []                          # what came before was a return type
+            if name[i + 1:i + 2] not in ('<', '('):
+                out = []                      # what came before was a return type
             i += 1
         else:
             out.append(c)
