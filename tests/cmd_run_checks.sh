@@ -72,6 +72,11 @@ if $root && ! findmnt -n -o OPTIONS -T "$tmp" | grep -qw nosuid; then
 	"$H" run -o "$tmp/o/p" -- "$tmp/suid" status 0 >/dev/null 2>"$tmp/err"
 	grep -q '^heapalloc: profiling ' "$tmp/err" || fail "setuid, as root: $(head -1 "$tmp/err")"
 	rm -f "$tmp"/o/*
+	# a setuid script: the kernel ignores the bit, so nothing to say
+	printf '#!/bin/sh\nexit 2\n' >"$tmp/suid.sh" && chmod 4755 "$tmp/suid.sh"
+	as_nobody "$H" run -o "$tmp/o/p" -- "$tmp/suid.sh" >/dev/null 2>"$tmp/err"
+	eq "setuid script: status" $? 2
+	grep -q '^heapalloc: profiling ' "$tmp/err" || fail "setuid script: $(head -1 "$tmp/err")"
 else
 	echo "setuid case not run: needs root, setpriv and a mount without nosuid"
 fi

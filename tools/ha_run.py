@@ -194,7 +194,7 @@ def no_profile_reason(path, name, prefix, lib):
         return ('%s is statically linked: LD_PRELOAD cannot load %s into it (link it with '
                 '-lheapalloc, or libheapalloc.a through heapalloc-static.pc)'
                 % (name, os.path.basename(lib)))
-    why = secure_exec(path)
+    why = secure_exec(path) if interp is not None else None    # the kernel ignores a script's bits
     if why:
         return ('%s is %s and runs as %s: the loader ignores LD_PRELOAD and heapalloc ignores '
                 'HEAPPROFILE in such a program (run it as its owner, or a copy without the bit)'
