@@ -7,8 +7,8 @@
 #  check   — every file of a real run passes (text, pprof, peak, log,
 #            stats); corrupted copies fail with the exact line number;
 #  growth  — between two dumps of a program that leaks at leak_site, recording
-#            every allocation: leak_site first with its exact bytes; pprof's
-#            unsampling of heap_v2/R dumps;
+#            every allocation: leak_site first with its exact bytes and each
+#            frame's file:line; pprof's unsampling of heap_v2/R dumps;
 #  symbolize — passes through to heapalloc-symbolize.
 . "$top_srcdir/tests/prof_lib.sh"
 H="$top_builddir/tools/heapalloc"
@@ -153,12 +153,18 @@ eq "cut message: status" $? 1
 mkdir "$tmp/g"
 "$H" run -o "$tmp/g/l" --sample 1 -- "$W" leak 3 50 4096 2>"$tmp/g.err" || fail "leak exited $?"
 "$H" growth "$tmp/g/l.0002.heap" "$tmp/g/l.0003.heap" >"$tmp/g.out" 2>&1 || fail "growth exited $?"
-eq "growth: header" "$(sed -n 2p "$tmp/g.out" | tr -s ' ')" " grew old new objects stack (leaf first)"
-eq "growth: first" "$(sed -n 3p "$tmp/g.out" | awk '{ print $1, $2, $3, $4, $5, $6, $7 }')" \
-	"204800 204800 409600 +50 leak_site <- handle_request"
-eq "growth: second" "$(sed -n 4p "$tmp/g.out" | awk '{ print $1, $2, $3, $4, $5, $6, $7 }')" \
-	"5000 5000 10000 +50 small_leak <- handle_request"
-eq "growth: rows" "$(wc -l <"$tmp/g.out")" 4
+eq "growth: header" "$(sed -n 2p "$tmp/g.out" | tr -s ' ')" \
+	" grew old new objects site: first frame of the program, then its callers"
+# at FUNCTION TEXT — the first line of tests/prof_work.c holding TEXT after
+# FUNCTION's definition
+src=$top_srcdir/tests/prof_work.c
+at() { awk -v f="$1(" -v t="$2" 'index($0, f) && /^(__attribute__|static)/ { on = 1 }
+	on && index($0, t) { print NR; exit }' "$src"; }
+up="mode_leak prof_work.c:$(at mode_leak 'handle_request(n, size);') <- main prof_work.c:$(at mode_leak 'mode_leak(atoi')"
+eq "growth: first" "$(sed -n 3p "$tmp/g.out" | tr -s ' ')" \
+	" 204800 204800 409600 +50 leak_site prof_work.c:$(at leak_site 'malloc(size)') <- handle_request prof_work.c:$(at handle_request 'leak_site(n, size);') <- $up"
+eq "growth: second" "$(sed -n 4p "$tmp/g.out" | tr -s ' ')" \
+	" 5000 5000 10000 +50 small_leak prof_work.c:$(at small_leak 'malloc(100)') <- handle_request prof_work.c:$(at handle_request 'small_leak(n);') <- $up"
 "$H" growth --top 1 "$tmp/g/l.0001.heap" "$tmp/g/l.0004.heap" >"$tmp/g.out" 2>&1 || fail "growth --top exited $?"
 eq "growth --top 1" "$(tail -n +3 "$tmp/g.out" | awk '{ print $1, $2, $3, $4, $5 }')" "614400 0 614400 +150 leak_site"
 

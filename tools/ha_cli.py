@@ -1,0 +1,182 @@
+# ha_cli.py — the heapalloc command line: one argparse parser per subcommand
+# (run, check, growth, symbolize, timeline), bad usage as one stderr line and
+# exit 2, and the dispatch to the module that owns each command.  Where the
+# library and heapalloc-symbolize are comes from the entry script (main's
+# `where`).
+import argparse
+import sys
+
+import ha_check
+import ha_growth
+import ha_run
+import ha_symbolize
+
+PROG = 'heapalloc'
+
+
+def err(msg, bare=False):
+    sys.stderr.write(('' if bare else PROG + ': ') + msg + '\n')
+
+
+class Usage(Exception):
+    """Bad usage of a command: one line, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise Usage(message)
+
+
+COMMANDS = """Commands:
+  run [OPTIONS] -- PROG ARGS...   run PROG with libheapalloc preloaded and profiling on
+  check FILE...                   validate heap profiles (text dumps or .pb.gz)
+  growth OLD NEW [--top N] [--binary PROG] [--full-names]
+                                  the call sites whose in-use bytes grew most between two dumps
+  symbolize ARGS...               heapalloc-symbolize: names, file:line into a .sym.pb.gz
+  timeline ARGS...                in-use bytes over a run's dumps
+
+'heapalloc COMMAND --help' describes each command; man heapalloc has more.
+heapalloc --version prints the version.
+"""
+
+
+class TopParser(Parser):
+    """The command list as help: argparse's own would list COMMAND twice."""
+
+    def format_help(self):
+        return 'usage: %s COMMAND [ARGS...]\n\n%s' % (PROG, COMMANDS)
+
+
+RUN_EPILOG = """The exit status is PROG's (128+N when signal N killed it; 127 when PROG
+cannot be executed).  Sizes take k, M, G, T suffixes (powers of 1024): 512k,
+64M, 1G.  A static binary, a setuid program run by another user or an output
+directory that is missing or not writable is named before PROG starts."""
+
+CHECK_DESC = """Validate heap profiles against the rules Go pprof and perl pprof enforce:
+text dumps (header, bucket lines, MAPPED_LIBRARIES section in /proc/maps
+form) and gzipped profile.proto files (.pb.gz: wire format, sample types,
+every sample's locations defined).  PREFIX.log and .stats files are checked
+for their line shapes.  Prints 'FILE:LINE: what is wrong' for each problem
+and exits 1, or 'FILE: ok (...)' for each good file and exits 0."""
+
+GROWTH_DESC = """The call sites whose in-use bytes grew most from dump OLD to dump NEW (two
+dumps of one process, text .heap or .pb.gz, raw or symbolised: stacks are
+matched by their addresses).  Sampled dumps (heap_v2/R) are unsampled as
+pprof does.  Columns: grew, old and new in-use bytes, and the change in
+in-use objects; then the site: its first frame outside the standard
+libraries (libc, libstdc++, libgcc, heapalloc, Rust's std/alloc/core) with
+file:line, its callers, and in brackets the library frames below it, leaf
+first.  Frames are named by heapalloc-symbolize unless NEW already is."""
+
+
+def build_parser():
+    top = TopParser(prog=PROG, allow_abbrev=False)
+    top.add_argument('--version', action='store_true', help='print the version and exit')
+    sub = top.add_subparsers(dest='command', metavar='COMMAND', parser_class=Parser)
+
+    run = sub.add_parser('run', prog=PROG + ' run',
+                         usage='%(prog)s [-o PREFIX] [--sample BYTES] [--every-alloc SIZE]\n'
+                               '                     [--inuse SIZE] [--time SEC] [--signal SIG]\n'
+                               '                     [--format text|pprof|both] -- PROG ARGS...',
+                         description='Run PROG with libheapalloc.so preloaded (prepended to\n'
+                                     'LD_PRELOAD) and heap profiling on.  PROG need not be\n'
+                                     'linked with heapalloc.',
+                         epilog=RUN_EPILOG, allow_abbrev=False,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument('-o', '--output', metavar='PREFIX',
+                     help='profile file prefix (HEAPPROFILE); default ./heapalloc.PROGNAME')
+    for flag, (var, kind, metavar, text) in ha_run.OPTIONS.items():
+        run.add_argument(flag, metavar=metavar, dest=var, help='%s (%s)' % (text, var))
+    run.add_argument('argv', nargs=argparse.REMAINDER, metavar='PROG ARGS...')
+
+    check = sub.add_parser('check', prog=PROG + ' check', usage='%(prog)s FILE...', description=CHECK_DESC,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument('files', nargs='+', metavar='FILE')
+
+    growth = sub.add_parser('growth', prog=PROG + ' growth', description=GROWTH_DESC,
+                            usage='%(prog)s OLD NEW [--top N] [--binary PROG] [--full-names]',
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            allow_abbrev=False)
+    growth.add_argument('old', metavar='OLD')
+    growth.add_argument('new', metavar='NEW')
+    growth.add_argument('--top', default='10', metavar='N', help='show N sites (default 10)')
+    growth.add_argument('--binary', action='append', default=[], metavar='PROG',
+                        help='a binary or library to read symbols from instead of the path in '
+                             'the dump (matched by file name or build ID); may be repeated')
+    growth.add_argument('--full-names', action='store_true',
+                        help='C++ and Rust names with their template arguments and parameters')
+    # symbolize and timeline pass every argument on (see main)
+    sub.add_parser('symbolize', add_help=False)
+    sub.add_parser('timeline', add_help=False)
+    return top
+
+
+def main(argv, where):
+    """where: .lib (libheapalloc.so to preload), .tools (heapalloc-symbolize's
+    directory), .modules (this file's), .version."""
+    if argv and argv[0] == 'symbolize':
+        return ha_symbolize.run_passthrough(where.tools, argv[1:], err)
+    if argv and argv[0] == 'timeline':
+        try:
+            import ha_timeline
+        except ImportError as e:
+            if getattr(e, 'name', None) != 'ha_timeline':
+                raise
+            err('timeline: the module ha_timeline.py is not installed (looked in %s)' % where.modules)
+            return 127
+        return ha_timeline.main(argv[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except Usage as e:
+        if argv and argv[0] in COMMAND_FUNCS:
+            return usage_error(argv[0], str(e))
+        err('%s (see heapalloc --help)' % e)
+        return 2
+    if args.version:
+        sys.stdout.write('heapalloc %s\n' % where.version)
+        return 0
+    if args.command is None:
+        sys.stderr.write(parser.format_help())
+        return 2
+    return COMMAND_FUNCS[args.command](args, where)
+
+
+def usage_error(cmd, msg):
+    err('%s: %s (see heapalloc %s --help)' % (cmd, msg, cmd))
+    return 2
+
+
+def cmd_run(args, where):
+    variables, sig = {}, None
+    for flag, (var, kind, metavar, text) in ha_run.OPTIONS.items():
+        val = getattr(args, var)
+        if val is None:
+            continue
+        why = ha_run.value_problem(flag, val)
+        if why:
+            return usage_error('run', why)
+        if kind == 'signal':
+            sig = ha_run.parse_signal(val)
+        variables[var] = val
+    if args.argv[:1] == ['--']:
+        del args.argv[0]                # PROG ARGS... after '--' (kept by REMAINDER)
+    if args.output == '':
+        return usage_error('run', 'the prefix is empty')
+    if not args.argv:
+        return usage_error('run', 'no program to run (heapalloc run [OPTIONS] -- PROG ARGS...)')
+    return ha_run.run(args.argv, args.output, variables, sig, where.lib, err)
+
+
+def cmd_check(args, where):
+    return ha_check.check(args.files)
+
+
+def cmd_growth(args, where):
+    if not args.top.isdigit() or int(args.top) == 0:
+        return usage_error('growth', '--top %r is not a positive whole number' % args.top)
+    return ha_growth.growth(where.tools, args.old, args.new, int(args.top), args.binary,
+                            args.full_names, err)
+
+
+COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth}
