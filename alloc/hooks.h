@@ -1,6 +1,6 @@
 /* alloc/hooks.h — the whole interface between the allocator and the profiler.
  *
- * The allocator never includes dump/ and the profiler never writes the
+ * The allocator never includes prof/ and the profiler never writes the
  * allocator's state: each side is read and tested through these calls.
  *
  * The countdown.  Every allocation charges its bytes to the thread's
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- implemented by the profiler (dump/), called from allocator slow
+/* ---- implemented by the profiler (prof/), called from allocator slow
  * paths with no allocator lock held ---------------------------------- */
 
 /* The countdown ran out: before is what it held (>= 0) before an

@@ -26,7 +26,7 @@
  *
  * Synchronization (lock order, outermost first):
  *   [libc's stdio list lock, at fork only: init.c] ->
- *   profiler locks (dump/, via ha_prof_prefork) -> thread-cache registry ->
+ *   profiler locks (prof/, via ha_prof_prefork) -> thread-cache registry ->
  *   central[cls].lock (ascending cls) -> span-record lock -> huge cache lock
  *   -> page-map leaf lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
@@ -34,7 +34,7 @@
  * in that order and released (parent) or re-initialised (child) after fork,
  * except in a fork() made by a signal handler on a thread that holds one of
  * them or is inside fork itself: that fork takes none (init.c).
- * Signal handlers never allocate through heapalloc locks: dump/ only posts.
+ * Signal handlers never allocate through heapalloc locks: prof/ only posts.
  */
 #ifndef HA_ALLOC_INTERNAL_H
 #define HA_ALLOC_INTERNAL_H

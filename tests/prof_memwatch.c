@@ -1,4 +1,4 @@
-/* tests/prof_memwatch.c — unit tier for dump/memwatch.c: which limit the
+/* tests/prof_memwatch.c — unit tier for prof/memwatch.c: which limit the
  * pre-OOM dump watches, read from a cgroup tree made here (v2 with
  * ancestors, v1 with a controller list, a hybrid host, "max" and v1's
  * "unlimited"), and the reason lines of the pre-OOM dump, written once.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "dump/memwatch.c"
+#include "prof/memwatch.c"
 #include "tests/check.h"
 
 ha_prof_options ha_prof_opt;

@@ -1,4 +1,4 @@
-/* tests/prof_smaps.c — unit tier for dump/stats.c's walk of
+/* tests/prof_smaps.c — unit tier for prof/stats.c's walk of
  * /proc/self/smaps: the walk that jumps from each mapping's header to its
  * Rss and past its VmFlags must find exactly what reading every line finds
  * (the largest resident mappings by path), whatever read boundaries split
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "dump/stats.c"
+#include "prof/stats.c"
 #include "tests/check.h"
 
 /* stats.c's outputs, not used by the walk */

@@ -1,4 +1,4 @@
-/* tests/prof_stack.c — unit tier for dump/stack.c, compiled straight from
+/* tests/prof_stack.c — unit tier for prof/stack.c, compiled straight from
  * the source (tests/prof.am): a fresh thread's stacks come from the shared
  * rows or the frame rules learned from them, frame for frame what
  * libunwind's fast trace returns, without the fast trace's per-thread
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 #include "tests/check.h"
 
 /* stand-in for alloc/ (this program is not linked with the library) */

@@ -1,4 +1,4 @@
-/* tests/prof_unit.c — unit tier for dump/: the sampler's distribution, the
+/* tests/prof_unit.c — unit tier for prof/: the sampler's distribution, the
  * option parsers and the stack table's size keys, compiled straight from
  * the sources (tests/prof.am) with stand-ins for the allocator's raw memory,
  * plus the object map (probe runs, deletion, growth) against a reference,
@@ -9,7 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 #include "tests/check.h"
 
 /* stand-ins for alloc/ (this program is not linked with the library) */

@@ -1,4 +1,4 @@
-/* tests/prof_unwind.c — unit tier for dump/stack.c's unwinders: every
+/* tests/prof_unwind.c — unit tier for prof/stack.c's unwinders: every
  * stack the sampling hook captures must equal libunwind's own
  * unw_backtrace of the same stack, whether it was walked by the frame
  * rules, by the shared rows or by libunwind's fast trace; and a stack
@@ -19,7 +19,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "dump/stack.c"
+#include "prof/stack.c"
 #include "tests/check.h"
 
 void ha_alloc_call_back_next(void) {}

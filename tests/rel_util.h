@@ -260,7 +260,7 @@ static inline int rel_count_files(const char *dir, const char *suffix)
 	return n;
 }
 
-/* The dump log at path (dump/dumplog.c): -1, with a line on stderr, unless
+/* The dump log at path (prof/dumplog.c): -1, with a line on stderr, unless
  * it is the two header lines and then only whole lines of 8 tab-separated
  * fields numbered upwards; else the number of dump lines.  When last is not
  * NULL it gets a copy of the last line's file field ("" when none). */

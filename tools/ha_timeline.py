@@ -19,7 +19,7 @@ from decimal import Decimal, InvalidOperation
 PROG = "heapalloc timeline"
 
 # Dump reason -> (kind, legend label, marker), in legend order.  The reasons
-# are the profiler's (dump/profiler.c, memwatch.c, helper.c); anything else
+# are the profiler's (prof/profiler.c, memwatch.c, helper.c); anything else
 # is a program's own HeapProfilerDump / heapalloc_profile_dump reason.
 KINDS = [
     ("alloc", "allocation interval", "o"),

@@ -38,7 +38,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "dump/pb.h"
+#include "prof/pb.h"
 
 static const char *prog = "heapalloc-symbolize";
 

@@ -1,9 +1,9 @@
 /* tests/fuzz/fuzz_options.c — libFuzzer target for the profiler's switches
- * (dump/options.c): the value parsers and ha_options_load() over a whole
+ * (prof/options.c): the value parsers and ha_options_load() over a whole
  * environment built from the input, with alloc/log.c's real message
  * formatting (its write(2) is captured by the stand-ins).
  *
- * ha_options_load_from(env) is the seam dump/ added for this target.
+ * ha_options_load_from(env) is the seam prof/ added for this target.
  * Input: NUL-separated strings.  The first is also fed to each parser
  * directly; each string becomes an environment entry — as is when it holds
  * '=', else as the value of the variable chosen by its first byte.
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 #include "tests/fuzz/standins.h"
 
 static const char *const names[] = {

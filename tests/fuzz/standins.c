@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 fz_script fz;
 
@@ -41,7 +41,7 @@ void ha_raw_free(void *p)
 
 HA_TLS unsigned ha_locks_held;   /* alloc/init.c */
 
-/* ---- the stack table (dump/stack_table.c): a snapshot set by the target */
+/* ---- the stack table (prof/stack_table.c): a snapshot set by the target */
 ha_line *fz_lines;
 size_t fz_nlines;
 int fz_table_locked;

@@ -1,4 +1,4 @@
-/* dump/dumplog.c — the dump log, PREFIX[_PID].log: one line per dump with
+/* prof/dumplog.c — the dump log, PREFIX[_PID].log: one line per dump with
  * its number, the wall time, the totals, the process's RSS, the file and
  * the reason, so a run's timeline can be charted without opening every
  * profile.  Tab-separated under a two-line header.
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 static const char header[] =
 	"# heapalloc dump log: bytes, seconds since the epoch\n"

@@ -1,4 +1,4 @@
-/* dump/pprof.c — the profile as pprof protobuf (profile.proto), gzipped.
+/* prof/pprof.c — the profile as pprof protobuf (profile.proto), gzipped.
  *
  * What Go's runtime writes for a heap profile, so every pprof reads it
  * without guessing:
@@ -40,8 +40,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "dump/prof.h"
-#include "dump/pb.h"
+#include "prof/prof.h"
+#include "prof/pb.h"
 
 #define BUILD_ID_MAX 64
 

@@ -1,4 +1,4 @@
-/* dump/stack_table.c — the stack table: one bucket per (stack, size key).
+/* prof/stack_table.c — the stack table: one bucket per (stack, size key).
  *
  * The only includer of <xxhash.h>.  A bucket counts the sampled
  * allocations and frees made at one call stack for objects of one size key
@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #define HEAD_BITS 16
 #define NHEADS (1u << HEAD_BITS)

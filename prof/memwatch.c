@@ -1,4 +1,4 @@
-/* dump/memwatch.c — memory triggers polled by the helper thread: RSS growth
+/* prof/memwatch.c — memory triggers polled by the helper thread: RSS growth
  * dumps (HEAP_PROFILE_RSS_INTERVAL) and one dump before an OOM kill
  * (HEAP_PROFILE_OOM_FRACTION of the smallest memory limit).
  *
@@ -23,7 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #define POLL_MS 100               /* RSS and limit checks, 10 per second */
 #define RESERVE_BYTES (4u << 20)  /* the pre-OOM dump's writer memory */

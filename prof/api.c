@@ -1,4 +1,4 @@
-/* dump/api.c — heapalloc's public profiler/statistics API and the
+/* prof/api.c — heapalloc's public profiler/statistics API and the
  * gperftools heap-profiler API (<gperftools/heap-profiler.h>).
  *
  * Thin wrappers over profiler.c.  GetHeapProfile is the one place that
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 #include "heapalloc.h"
 
 #ifndef PACKAGE_VERSION

@@ -1,4 +1,4 @@
-/* dump/options.c — every profiler switch, in ONE table, with ONE parser.
+/* prof/options.c — every profiler switch, in ONE table, with ONE parser.
  *
  * Owns: ha_prof_opt.  Reads straight from `environ` (never getenv: it may be
  * called while libc is still starting, and must not allocate).  A value that
@@ -11,7 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #include <errno.h>
 #include <signal.h>

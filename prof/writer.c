@@ -1,4 +1,4 @@
-/* dump/writer.c — the profile in gperftools' text format (spec §1–3).
+/* prof/writer.c — the profile in gperftools' text format (spec §1–3).
  *
  *   heap profile: IO: IB [AO: AB] @ heapprofile | heap_v2/R
  *   io: ib [ao: ab] @ 0xpc-1 0xpc ...        one line per bucket, leaf first
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #define OUT_CHUNK (64 * 1024)
 

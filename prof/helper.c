@@ -1,4 +1,4 @@
-/* dump/helper.c — the helper thread: time dumps, signal dumps, threshold
+/* prof/helper.c — the helper thread: time dumps, signal dumps, threshold
  * dumps queued by allocating threads (profiler.c), and the polling of
  * memwatch.c (RSS growth, the pre-OOM dump).
  *
@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 static int pipe_rd = -1, pipe_wr = -1;
 static int64_t interval;      /* seconds, 0 = no time dumps */

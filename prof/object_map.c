@@ -1,4 +1,4 @@
-/* dump/object_map.c — sampled objects: address -> (bucket, requested size).
+/* prof/object_map.c — sampled objects: address -> (bucket, requested size).
  *
  * Only sampled objects live here (the allocator marks them, so an unsampled
  * free never looks anything up; with every allocation recorded it marks
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #define NSTRIPES 64
 #define MIN_SLOTS 256             /* 4 KiB: one page; sizes stay multiples */

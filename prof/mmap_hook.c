@@ -1,4 +1,4 @@
-/* dump/mmap_hook.c — the program's mappings while HEAP_PROFILE_MMAP is on:
+/* prof/mmap_hook.c — the program's mappings while HEAP_PROFILE_MMAP is on:
  * the profiler's side of alloc/mmap.c.
  *
  * Owns the record of every counted mapping (start, length, sampled), kept
@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 typedef struct rec {
 	uintptr_t start;

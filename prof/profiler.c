@@ -1,4 +1,4 @@
-/* dump/profiler.c — the profiler's state: start/stop, the allocator hooks,
+/* prof/profiler.c — the profiler's state: start/stop, the allocator hooks,
  * dump thresholds, file naming and fork.
  *
  * Owns: ha_prof_on_alloc / ha_prof_on_free (alloc/hooks.h), the file
@@ -31,7 +31,7 @@
  *
  * Never unwinds while holding a lock; never calls the public malloc while
  * holding one; a thread inside the profiler (ha_prof_busy) is never sampled.
- * Lock order and fork rules: dump/prof.h.
+ * Lock order and fork rules: prof/prof.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 extern char **environ;
 
@@ -335,7 +335,7 @@ void ha_prof_write_pending(void)
 /* the allocator hooks                                                 */
 
 /* Inlined into ha_prof_on_alloc so that the unwinder is called from the
- * hook's own frame (dump/prof.h, stack capture).  kept: the allocator keeps
+ * hook's own frame (prof/prof.h, stack capture).  kept: the allocator keeps
  * the record (the bucket's index + 1 goes there), else the object map. */
 static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled,
 								uint32_t *kept)

@@ -1,4 +1,4 @@
-/* dump/prof.h — the heap profiler's internal map.
+/* prof/prof.h — the heap profiler's internal map.
  *
  * Files (one noun each), prototypes grouped below under the file that
  * defines them:

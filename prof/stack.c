@@ -1,4 +1,4 @@
-/* dump/stack.c — capture the call stack of a sampled allocation.
+/* prof/stack.c — capture the call stack of a sampled allocation.
  *
  * The only includer of <libunwind.h>.  Returns raw return addresses, leaf
  * first, starting at the caller of malloc/new: heapalloc's own frames (and
@@ -60,7 +60,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #define MAX_RANGES 64
 

@@ -1,4 +1,4 @@
-/* dump/sampler.c — how far the next sample is, in bytes.
+/* prof/sampler.c — how far the next sample is, in bytes.
  *
  * Model (spec §4): every allocated byte is marked with probability 1/R; an
  * allocation is sampled when it holds a marked byte.  The distance to the
@@ -25,7 +25,7 @@
  * 6-term series before it made the draw ~1/6 of a sample's time).
  * Never allocates, takes no lock.
  */
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 #include <string.h>
 

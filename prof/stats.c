@@ -1,4 +1,4 @@
-/* dump/stats.c — PREFIX.NNNN.stats beside each dump: the heap against the
+/* prof/stats.c — PREFIX.NNNN.stats beside each dump: the heap against the
  * process's resident memory, so "200 MiB in the profile, 2 GiB in top" is
  * explained at a glance.  The heap's side comes from the allocator's books
  * and caches, the process's from /proc/self/status (resident bytes by kind)
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dump/prof.h"
+#include "prof/prof.h"
 #include "heapalloc.h"
 
 #define TOP 8

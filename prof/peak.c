@@ -1,4 +1,4 @@
-/* dump/peak.c — the profile as it stood when the heap was fullest.
+/* prof/peak.c — the profile as it stood when the heap was fullest.
  *
  * A copy of the stack table's counters (ha_table_snapshot) is taken each
  * time the books' in-use total reaches the last copy's plus the interval
@@ -11,7 +11,7 @@
  * Everything here runs under ha_prof_dump_lock, but the in-use high
  * (ha_peak_see), which the lock-free threshold checks raise too.
  */
-#include "dump/prof.h"
+#include "prof/prof.h"
 
 static struct {
 	int64_t interval;         /* 0: off */
