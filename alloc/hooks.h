@@ -14,11 +14,15 @@
  * marked span when everything is recorded) and handed to ha_prof_sampled;
  * its free calls ha_prof_on_free.
  *
- * The profiler calls in only through ha_alloc_profiling and
- * ha_alloc_mmap_profiling (switches), ha_books (totals) and
- * ha_alloc_call_back_next (static-link calibration).  The
- * profiler must not call the public malloc while it holds one of its own
- * locks: it uses ha_raw_malloc/ha_raw_free.
+ * The profiler calls in only through the second half of this file:
+ * switches (ha_alloc_profiling, ha_alloc_mmap_profiling), the books
+ * (ha_books), read-only statistics (ha_alloc_stats, ha_alloc_view_read,
+ * ha_alloc_threads), raw memory (ha_raw_*) and static-link calibration
+ * (ha_alloc_call_back_next); besides these it includes only alloc/base.h,
+ * lock.h, log.h and sys.h, never alloc/internal.h.  The profiler must not
+ * call the public malloc while it holds one of its own locks: it uses
+ * ha_raw_malloc/ha_raw_free.  alloc/prof_none.c is a profiler that does
+ * nothing, so that the allocator links and is tested alone.
  */
 #ifndef HA_ALLOC_HOOKS_H
 #define HA_ALLOC_HOOKS_H
@@ -61,7 +65,36 @@ void ha_prof_mapped(void *p, size_t len, int sampled);
 void ha_prof_prefork(void);
 void ha_prof_postfork(int child);
 
+/* What ha_prof_postfork(child) is told: the parent; a child whose
+ * structures are whole (the fork held every lock); a child of a fork made by
+ * a signal handler that interrupted this thread while it held a lock: locks
+ * are re-initialised but nothing is walked (the interrupted code finishes
+ * its own change when the handler returns). */
+enum { HA_FORK_PARENT, HA_FORK_CHILD, HA_FORK_CHILD_TORN };
+
 /* ---- implemented by the allocator (alloc/) ---------------------------- */
+/* Make the allocator ready (the first malloc does it too). */
+void ha_alloc_init(void);
+/* Raw memory for the profiler and other internals: never sampled, never in
+ * size classes, safe to call while holding heapalloc locks. */
+void *ha_raw_malloc(size_t n);
+void *ha_raw_calloc(size_t n, size_t m);
+void ha_raw_free(void *p);
+struct heapalloc_stats;
+/* Fill the allocator's fields of the public statistics (the profiler's
+ * fields are left alone). */
+void ha_alloc_stats(struct heapalloc_stats *out);
+/* The allocator's memory beyond the public statistics, for the stats
+ * sidecar. */
+typedef struct ha_alloc_view {
+	uint64_t huge_blocks, huge_bytes;  /* blocks >= 1 MiB in use */
+	uint64_t huge_cached;              /* freed pages of them kept for reuse */
+	uint64_t arena_committed;          /* the backing arena's committed bytes */
+} ha_alloc_view;
+void ha_alloc_view_read(ha_alloc_view *v);
+/* Threads with a live cache (racy: a thread may be exiting). */
+unsigned ha_alloc_threads(void);
+
 enum { HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT };
 /* Switch profiling to mode: every thread's next slow path (at most a
  * batch, or HA_COUNTDOWN_OFF bytes, away) calls ha_prof_due afresh; the

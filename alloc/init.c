@@ -140,6 +140,11 @@ void ha_init_slow(void)
 	pthread_mutex_unlock(&init_lock);
 }
 
+void ha_alloc_init(void)
+{
+	ha_ensure_init();
+}
+
 __attribute__((constructor(101))) static void ha_ctor(void)
 {
 	ha_ensure_init();

@@ -46,15 +46,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc/base.h"
+#include "alloc/lock.h"
+#include "alloc/log.h"
+#include "alloc/sys.h"
 #include "alloc/hooks.h"   /* the profiler interface, both ways */
 
-#define HA_HIDDEN __attribute__((visibility("hidden")))
-#define HA_EXPORT __attribute__((visibility("default")))
-#define HA_LIKELY(x) __builtin_expect(!!(x), 1)
-#define HA_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define HA_NOINLINE __attribute__((noinline))
-#define HA_COLD __attribute__((cold, noinline))
-#define HA_TLS __thread __attribute__((tls_model("initial-exec")))
 
 #define HA_PAGE_SHIFT 12
 #define HA_PAGE_SIZE ((size_t)1 << HA_PAGE_SHIFT)
@@ -65,39 +62,6 @@
 #define HA_CLASS_HDR_MAX 73
 #define HA_MIN_ALIGN 16
 #define HA_LARGE_HDR 16           /* header before every large block */
-
-/* ---- locks ------------------------------------------------------------- *
- * Every allocator and profiler lock is taken through these, which count the
- * locks this thread holds: a fork() from a signal handler that interrupted
- * this thread must not wait for them (init.c, prefork).  The signal fences
- * keep the count ahead of the lock as the same thread's handler sees it. */
-extern HA_TLS unsigned ha_locks_held;
-
-static inline void ha_lock(pthread_mutex_t *m)
-{
-	ha_locks_held++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(m);
-}
-
-/* ha_lock that gives up at once when m is taken: 1 held, 0 not. */
-static inline int ha_trylock(pthread_mutex_t *m)
-{
-	ha_locks_held++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (pthread_mutex_trylock(m) == 0)
-		return 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ha_locks_held--;
-	return 0;
-}
-
-static inline void ha_unlock(pthread_mutex_t *m)
-{
-	pthread_mutex_unlock(m);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ha_locks_held--;
-}
 
 /* ---- size_class.c ---------------------------------------------------- */
 extern uint8_t ha_class_lo[1024 / 8 + 1];     /* (n+7)>>3      for n <= 1024  */
@@ -173,11 +137,6 @@ void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 uint64_t ha_arena_committed(void);
 void ha_arena_init(void);
-/* Raw memory for the profiler and other internals: never sampled, never in
- * size classes, safe to call while holding heapalloc locks. */
-void *ha_raw_malloc(size_t n);
-void *ha_raw_calloc(size_t n, size_t m);
-void ha_raw_free(void *p);
 /* A big block's header word: the bytes the books count for it (its
  * requested size; a sampled small request's class size) in the low 47 bits,
  * | HA_LARGE_SAMPLED when it is a recorded sample; in compatibility mode
@@ -356,12 +315,6 @@ void ha_tcache_prefork(void);
 void ha_tcache_postfork(int child);
 
 /* ---- init.c ------------------------------------------------------------- */
-/* What each module's postfork(child) is told: the parent; a child whose
- * structures are whole (the fork held every lock); a child of a fork made by
- * a signal handler that interrupted this thread while it held a lock: locks
- * are re-initialised but nothing is walked (the interrupted code finishes
- * its own change when the handler returns). */
-enum { HA_FORK_PARENT, HA_FORK_CHILD, HA_FORK_CHILD_TORN };
 extern int ha_ready;
 void ha_init_slow(void);
 static inline void ha_ensure_init(void)
@@ -371,39 +324,13 @@ static inline void ha_ensure_init(void)
 }
 extern pthread_key_t ha_thread_key;
 
-/* ---- log.c -------------------------------------------------------------- */
-/* printf subset: %s %d %i %u %ld %lu %lld %llu %zu %zd %x %lx %p %c %%. */
-void ha_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int ha_snprintf(char *buf, size_t cap, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-__attribute__((noreturn)) void ha_fatal(const char *what, const void *p);
-
-/* ---- mmap.c ------------------------------------------------------------- *
- * heapalloc's own mappings never go through the exported mmap family (the
- * profiler would count them as the program's): these are the raw system
- * calls, errno set on failure as glibc's wrappers do. */
-static inline void *ha_sys_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
-{
-	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
-}
-static inline int ha_sys_munmap(void *a, size_t len)
-{
-	return (int)syscall(SYS_munmap, a, len);
-}
-static inline void *ha_sys_mremap(void *a, size_t old, size_t len, int flags, void *to)
-{
-	return (void *)syscall(SYS_mremap, a, old, len, flags, to);
-}
+/* ---- mmap.c: heapalloc's own mappings use alloc/sys.h --------------- */
 /* Non-zero while this thread is inside mimalloc (arena.c): mimalloc maps
  * through the libc symbol, which is ours, and its mappings are not the
  * program's. */
 extern HA_TLS int ha_mmap_own;
 
 /* ---- entry.c ------------------------------------------------------------ */
-struct heapalloc_stats;
-/* Fill the allocator's fields of the public statistics (the profiler's
- * fields are left alone). */
-void ha_alloc_stats(struct heapalloc_stats *out);
 extern ha_counter ha_slow_allocs;   /* refills + large/huge allocations (relaxed) */
 void *ha_alloc(size_t n);                  /* malloc semantics, errno on fail */
 void *ha_alloc_aligned(size_t align, size_t n);

@@ -119,3 +119,14 @@ HA_EXPORT void malloc_stats(void)
 	HA_EXPORT __typeof__(target) name __attribute__((alias(#target), copy(target)))
 HA_ALIAS(__libc_mallinfo, mallinfo);
 HA_ALIAS(__libc_mallopt, mallopt);
+
+void ha_alloc_view_read(ha_alloc_view *v)
+{
+	ha_huge_stats(&v->huge_blocks, &v->huge_bytes, &v->huge_cached);
+	v->arena_committed = ha_arena_committed();
+}
+
+unsigned ha_alloc_threads(void)
+{
+	return ha_tcache_live();
+}

@@ -44,7 +44,11 @@
 #include <stdint.h>
 #include <pthread.h>
 
-#include "alloc/internal.h"
+#include "alloc/base.h"
+#include "alloc/lock.h"
+#include "alloc/log.h"
+#include "alloc/sys.h"
+#include "alloc/hooks.h"   /* all the profiler may call in the allocator */
 
 #define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
 
@@ -98,7 +102,7 @@ static __attribute__((noinline, cold, unused)) void ha_plock_wake(ha_plock *l)
 static inline void ha_plock_lock(ha_plock *l)
 {
 	int c = 0;
-	ha_locks_held++;       /* alloc/internal.h: fork from a signal handler */
+	ha_locks_held++;       /* alloc/lock.h: fork from a signal handler */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (HA_UNLIKELY(!__atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
 						     __ATOMIC_RELAXED)))

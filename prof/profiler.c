@@ -180,7 +180,7 @@ static int64_t per_thread(int64_t room)
 {
 	if (room == INT64_MAX || room == 0)
 		return room;
-	unsigned n = ha_tcache_live();
+	unsigned n = ha_alloc_threads();
 	return n > 1 ? room / (int64_t)n : room;
 }
 
@@ -865,7 +865,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	}
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
-	ha_ensure_init();
+	ha_alloc_init();
 	if (!ha_prof_opt_loaded)      /* an API start before our constructor */
 		ha_options_load();
 	ha_stack_init();              /* dl_iterate_phdr: before any lock */

@@ -296,8 +296,9 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 {
 	heapalloc_stats st;
 	heapalloc_get_stats(&st);
-	uint64_t hb, hbytes, hcached;
-	ha_huge_stats(&hb, &hbytes, &hcached);
+	ha_alloc_view av;
+	ha_alloc_view_read(&av);
+	uint64_t hcached = av.huge_cached;
 	proc_mem m;
 	long age_ms;
 	read_proc(&m, &age_ms);
@@ -317,7 +318,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	line(o, "heap.spans", st.small_span_bytes, "bytes in spans of small size classes");
 	line(o, "heap.large", st.large_bytes, "bytes in blocks > 32 KiB");
 	line(o, "heap.metadata", st.metadata_bytes, "span records, page map");
-	line(o, "mimalloc.committed", ha_arena_committed(), "bytes the backing arena has committed");
+	line(o, "mimalloc.committed", av.arena_committed, "bytes the backing arena has committed");
 	line(o, "profiler.memory", st.prof_memory + ha_peak_bytes(),
 	     "stack table, sampled-object map, peak copy");
 	line(o, "process.rss", m.rss, "resident (/proc/self/status)");
