@@ -35,6 +35,8 @@
  * except in a fork() made by a signal handler on a thread that holds one of
  * them or is inside fork itself: that fork takes none (init.c).
  * Signal handlers never allocate through heapalloc locks: dump/ only posts.
+ * The purge thread (purge.c) takes the span-record, large-cache and huge
+ * locks, one at a time, and is started only by a thread holding none.
  */
 #ifndef HA_ALLOC_INTERNAL_H
 #define HA_ALLOC_INTERNAL_H
