@@ -224,8 +224,9 @@ static lrec *cache_take(size_t need, int *cold)
 	return r;
 }
 
-/* Hot blocks idle for HA_DECAY_MS, oldest first, beyond LARGE_HOT_BYTES, go
- * cold (all != 0: every hot block).  A few at a time under the lock. */
+/* Hot blocks idle for HA_DECAY_MS, each bin's oldest first, go cold while
+ * more than LARGE_HOT_BYTES are hot (all != 0: every hot block).  A few at
+ * a time under the lock.  Looks at most every HA_DECAY_MS / 8. */
 static void cache_decay(uint32_t now, int all)
 {
 	if (!all && (uint32_t)(now - __atomic_load_n(&ldecay_checked, __ATOMIC_RELAXED)) < HA_DECAY_MS / 8)

@@ -24,8 +24,12 @@
  *     and the child starts its own at its first kick.  Caches the thread
  *     was releasing at the fork (taken off their lists, not yet put back)
  *     stay out of the child's lists: address space only, never reused.
- *   - If the thread cannot be created the caches still decay at their own
- *     slow paths, as they do while it starts; it is tried again after
+ *   - Not started while profiling is on: pthread_create allocates (the new
+ *     thread's TLS vector) through malloc, and those bytes would show in
+ *     the profile and its exact totals as if the program had asked for
+ *     them.  A thread started before profiling began keeps running.
+ *   - Until it runs (profiling, or the thread cannot be created) the caches
+ *     decay at their own slow paths; a failed start is retried after
  *     RETRY_MS.
  */
 #include "alloc/internal.h"
@@ -120,6 +124,6 @@ void ha_purge_kick(void)
 			syscall(SYS_futex, &asleep, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 		return;
 	}
-	if (!ha_locks_held)
+	if (!ha_locks_held && ha_hot.prof_mode == HA_PROF_OFF)
 		start();
 }

@@ -1,7 +1,8 @@
 /* alloc_spike — memory comes back after a spike, whether the program goes
  * on allocating or goes quiet, without malloc_trim: 300 MB in blocks of
  * SPIKE_BLOCK bytes (100,000: large blocks, alloc/arena.c's cache; 20,000:
- * a size class, the span pool), every page written, checked and freed;
+ * a size class, the span pool; 2,000,000: huge blocks, alloc/huge.c), every
+ * page written, checked and freed;
  * then either a steady churn of small blocks that stays within the thread
  * cache (SPIKE_BUSY 1) or sleep, no allocator call at all (SPIKE_BUSY 0).
  * Resident memory must come within 16 MiB of where it was before the
