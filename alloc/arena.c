@@ -143,6 +143,8 @@ static void block_release(lrec *r)
 	ha_unlock(&large_lock);
 }
 
+static void cache_decay(uint32_t now, int all);
+
 /* Keep a freed block; 0 when it is not for the cache (the caller gives
  * it to mimalloc). */
 static int cache_put(uintptr_t base, size_t bytes)
@@ -162,6 +164,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 	r->prev = NULL;
 	r->idle_since = ha_now_ms();
 	int hot = 0, cold = 0;
+	uint32_t now = r->idle_since;
 	ha_lock(&large_lock);
 	if (lhot_bytes + bytes <= LARGE_HOT_MAX) {
 		r->next = lbin[i].hot;
@@ -178,8 +181,10 @@ static int cache_put(uintptr_t base, size_t bytes)
 	}
 	ha_unlock(&large_lock);
 	if (hot) {
-		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES)
+		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES) {
+			cache_decay(now, 0);   /* the fallback while no thread runs */
 			ha_purge_kick();
+		}
 		return 1;
 	}
 	block_cool(r);
