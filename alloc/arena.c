@@ -152,20 +152,26 @@ static int cache_put(uintptr_t base, size_t bytes)
 	unsigned i = bin_of(bytes);
 	if (i >= LBINS)
 		return 0;
+	uint32_t now = ha_now_ms();
+	lrec *r = NULL;
+	int hot = 0, cold = 0;
 	ha_lock(&large_lock);
-	lrec *r = lrec_free;
-	if (r)
+	if (!lrec_free) {
+		/* a record from meta memory, outside the lock (its own lock
+		 * comes after ours, but nothing is gained by holding both) */
+		ha_unlock(&large_lock);
+		r = ha_meta_alloc(sizeof *r);
+		if (!r)
+			return 0;
+		ha_lock(&large_lock);
+	} else {
+		r = lrec_free;
 		lrec_free = r->next;
-	ha_unlock(&large_lock);
-	if (!r && !(r = ha_meta_alloc(sizeof *r)))
-		return 0;
+	}
 	r->base = base;
 	r->bytes = bytes;
 	r->prev = NULL;
-	r->idle_since = ha_now_ms();
-	int hot = 0, cold = 0;
-	uint32_t now = r->idle_since;
-	ha_lock(&large_lock);
+	r->idle_since = now;
 	if (lhot_bytes + bytes <= LARGE_HOT_MAX) {
 		r->next = lbin[i].hot;
 		if (r->next)
@@ -199,16 +205,17 @@ static int cache_put(uintptr_t base, size_t bytes)
 	return 1;
 }
 
-/* A kept block for a request of need bytes (header included): the newest
+/* A kept block for a request of need bytes (header included), copied to
+ * *out (its record goes back to the free records): the newest
  * hot one of the smallest bin that surely fits, else a cold one; bins up to
  * 3 above the request's (~1.5x at most), so that mimalloc's own rounding
  * (4 sizes per power of two) still finds the block it made.  The request's
  * own bin may hold smaller blocks: only its head is looked at. */
-static lrec *cache_take(size_t need, int *cold)
+static int cache_take(size_t need, lrec *out, int *cold)
 {
 	unsigned lo = bin_of(need);
 	if (lo >= LBINS)
-		return NULL;
+		return 0;
 	unsigned hi = lo + 3 < LBINS ? lo + 3 : LBINS - 1;
 	lrec *r = NULL;
 	ha_lock(&large_lock);
@@ -225,8 +232,13 @@ static lrec *cache_take(size_t need, int *cold)
 			lcold_bytes -= r->bytes;
 			*cold = 1;
 		}
+	if (r) {
+		*out = *r;
+		r->next = lrec_free;
+		lrec_free = r;
+	}
 	ha_unlock(&large_lock);
-	return r;
+	return r != NULL;
 }
 
 /* Hot blocks idle for HA_DECAY_MS, each bin's oldest first, go cold while
@@ -356,14 +368,14 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 	if (align <= HA_MIN_ALIGN &&
 	    (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) | __atomic_load_n(&lcold_bytes, __ATOMIC_RELAXED))) {
 		int cold = 0;
-		lrec *r = cache_take(need, &cold);
-		if (r) {
-			base = (void *)r->base;
+		lrec r;
+		if (cache_take(need, &r, &cold)) {
+			base = (void *)r.base;
 			if (zero) {
 				/* a cold block's whole pages read zero already */
-				uintptr_t lo = 0, hi = 0, u = r->base + HA_LARGE_HDR, e = u + n;
+				uintptr_t lo = 0, hi = 0, u = r.base + HA_LARGE_HDR, e = u + n;
 				if (cold)
-					block_pages(r, &lo, &hi);
+					block_pages(&r, &lo, &hi);
 				lo = lo > u ? lo : u;
 				hi = hi < e ? hi : e;
 				if (lo >= hi)
@@ -371,10 +383,6 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 				memset((void *)u, 0, lo - u);
 				memset((void *)hi, 0, e - hi);
 			}
-			ha_lock(&large_lock);
-			r->next = lrec_free;
-			lrec_free = r;
-			ha_unlock(&large_lock);
 			user = (uintptr_t)base + HA_LARGE_HDR;
 			goto made;
 		}
