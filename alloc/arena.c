@@ -10,6 +10,26 @@
  *
  * Blocks of 1 MiB and more without alignment are not mimalloc's: see huge.c.
  *
+ * The large cache: a freed large block is not handed back to mimalloc at
+ * once but kept, resident (hot), for the next large request of about its
+ * size; one idle for HA_DECAY_MS has its pages given back (MADV_DONTNEED)
+ * and is kept cold, address space only.  mimalloc 2.0.9 keeps freed large
+ * blocks committed: it decommits a segment's free pages only when the
+ * thread that owns the segment calls into it again, so a program that
+ * went quiet, or kept allocating only from thread caches, kept every byte
+ * of a spike (300 MB of 100 KB blocks: all of it, seconds later).  Its
+ * options do not help: a decommit delay of 0 decommits at every free
+ * (a program that cycles its blocks would fault every page back in) and
+ * still leaves the pages of blocks freed by another thread to the owner.
+ * Blocks kept here are ours, so the purge thread (purge.c) can age them
+ * out whichever thread freed them.  Bounds: LARGE_HOT_MAX resident (past
+ * it a freed block goes cold at once), LARGE_HOT_BYTES always stay,
+ * LARGE_COLD_MAX of address space (past it blocks go back to mimalloc).
+ * A cold block serves a request as a fresh one would: its pages fault in.
+ * Records live in meta memory, not in the blocks, so a cold block has no
+ * resident page at all.  malloc_trim and the out-of-memory retry give
+ * every kept block back to mimalloc.
+ *
  * mimalloc maps through the libc symbol mmap, which is heapalloc's
  * (alloc/mmap.c): every call into it runs inside own()/unown() so that its
  * mappings are never counted as the program's.
@@ -21,6 +41,9 @@
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
 #define HA_ARENA_RESERVE ((size_t)8 << 30)
+#define LARGE_HOT_BYTES ((size_t)4 << 20)
+#define LARGE_HOT_MAX ((size_t)64 << 20)
+#define LARGE_COLD_MAX ((size_t)1 << 30)
 
 typedef struct lhdr {
 	uint64_t req;        /* requested size | HA_LARGE_SAMPLED | tracked bit */
@@ -45,6 +68,253 @@ static inline void unown(void)
 static inline lhdr *hdr_of(const void *p)
 {
 	return (lhdr *)((uintptr_t)p - HA_LARGE_HDR);
+}
+
+/* ---- the large cache ------------------------------------------------------ *
+ * Bins of 8 sizes per power of two from 32 KiB: bin i holds blocks whose
+ * mimalloc usable size is in [(8 + i % 8) << (12 + i / 8), the next bin's).  Each bin has a
+ * hot list (newest at the head, oldest at the tail, linked both ways) and a
+ * cold list.  All under large_lock; the madvise of a block going cold is
+ * made outside it, with the block on no list. */
+#define LBINS 48
+#define LBIN_MIN_SHIFT 15
+typedef struct lrec {
+	uintptr_t base;          /* the mimalloc block (its header at base) */
+	size_t bytes;            /* mi_usable_size(base) */
+	uint32_t idle_since;     /* ms clock when it was freed */
+	struct lrec *next, *prev;
+} lrec;
+
+static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { lrec *hot, *hot_tail, *cold; } lbin[LBINS];
+static size_t lhot_bytes, lcold_bytes;   /* under large_lock; racy reads */
+static lrec *lrec_free;
+static uint32_t ldecay_checked;
+
+/* The bin holding blocks of usable size b (>= 32 KiB); LBINS if too big. */
+static unsigned bin_of(size_t b)
+{
+	if (b < ((size_t)1 << LBIN_MIN_SHIFT))
+		return LBINS;
+	unsigned e = 63u - (unsigned)__builtin_clzll(b);
+	unsigned i = (e - LBIN_MIN_SHIFT) * 8 + (unsigned)((b >> (e - 3)) & 7);
+	return i < LBINS ? i : LBINS;
+}
+
+static void hot_unlink(unsigned i, lrec *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		lbin[i].hot = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		lbin[i].hot_tail = r->prev;
+	r->next = r->prev = NULL;
+	lhot_bytes -= r->bytes;
+}
+
+/* The whole pages inside a block: what going cold gives back. */
+static void block_pages(const lrec *r, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = (r->base + HA_PAGE_SIZE - 1) & ~(uintptr_t)(HA_PAGE_SIZE - 1);
+	*hi = (r->base + r->bytes) & ~(uintptr_t)(HA_PAGE_SIZE - 1);
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
+static void block_cool(const lrec *r)
+{
+	uintptr_t lo, hi;
+	block_pages(r, &lo, &hi);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+static void block_release(lrec *r)
+{
+	own();
+	mi_free((void *)r->base);
+	unown();
+	ha_lock(&large_lock);
+	r->next = lrec_free;
+	lrec_free = r;
+	ha_unlock(&large_lock);
+}
+
+static void cache_decay(uint32_t now, int all);
+
+/* Keep a freed block; 0 when it is not for the cache (the caller gives
+ * it to mimalloc). */
+static int cache_put(uintptr_t base, size_t bytes)
+{
+	unsigned i = bin_of(bytes);
+	if (i >= LBINS)
+		return 0;
+	uint32_t now = ha_now_ms();
+	lrec *r = NULL;
+	int hot = 0, cold = 0;
+	ha_lock(&large_lock);
+	if (!lrec_free) {
+		/* a record from meta memory, outside the lock (its own lock
+		 * comes after ours, but nothing is gained by holding both) */
+		ha_unlock(&large_lock);
+		r = ha_meta_alloc(sizeof *r);
+		if (!r)
+			return 0;
+		ha_lock(&large_lock);
+	} else {
+		r = lrec_free;
+		lrec_free = r->next;
+	}
+	r->base = base;
+	r->bytes = bytes;
+	r->prev = NULL;
+	r->idle_since = now;
+	if (lhot_bytes + bytes <= LARGE_HOT_MAX) {
+		r->next = lbin[i].hot;
+		if (r->next)
+			r->next->prev = r;
+		else
+			lbin[i].hot_tail = r;
+		lbin[i].hot = r;
+		lhot_bytes += bytes;
+		hot = 1;
+	} else if (lcold_bytes + bytes <= LARGE_COLD_MAX) {
+		lcold_bytes += bytes;     /* counted now: the room is ours */
+		cold = 1;
+	}
+	ha_unlock(&large_lock);
+	if (hot) {
+		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES) {
+			cache_decay(now, 0);   /* the fallback while no thread runs */
+			ha_purge_kick();
+		}
+		return 1;
+	}
+	block_cool(r);
+	ha_lock(&large_lock);
+	if (cold) {
+		r->next = lbin[i].cold;
+		lbin[i].cold = r;
+	}
+	ha_unlock(&large_lock);
+	if (!cold)
+		block_release(r);   /* its pages are gone already */
+	return 1;
+}
+
+/* A kept block for a request of need bytes (header included), copied to
+ * *out (its record goes back to the free records): the newest
+ * hot one of the smallest bin that surely fits, else a cold one; bins up to
+ * 3 above the request's (~1.5x at most), so that mimalloc's own rounding
+ * (4 sizes per power of two) still finds the block it made.  The request's
+ * own bin may hold smaller blocks: only its head is looked at. */
+static int cache_take(size_t need, lrec *out, int *cold)
+{
+	unsigned lo = bin_of(need);
+	if (lo >= LBINS)
+		return 0;
+	unsigned hi = lo + 3 < LBINS ? lo + 3 : LBINS - 1;
+	lrec *r = NULL;
+	ha_lock(&large_lock);
+	for (unsigned i = lo; i <= hi && !r; i++)
+		if (lbin[i].hot && lbin[i].hot->bytes >= need) {
+			r = lbin[i].hot;
+			hot_unlink(i, r);
+			*cold = 0;
+		}
+	for (unsigned i = lo; i <= hi && !r; i++)
+		if (lbin[i].cold && lbin[i].cold->bytes >= need) {
+			r = lbin[i].cold;
+			lbin[i].cold = r->next;
+			lcold_bytes -= r->bytes;
+			*cold = 1;
+		}
+	if (r) {
+		*out = *r;
+		r->next = lrec_free;
+		lrec_free = r;
+	}
+	ha_unlock(&large_lock);
+	return r != NULL;
+}
+
+/* Hot blocks idle for HA_DECAY_MS, each bin's oldest first, go cold while
+ * more than LARGE_HOT_BYTES are hot (all != 0: every hot block).  A few at
+ * a time under the lock.  Looks at most every HA_DECAY_MS / 8. */
+static void cache_decay(uint32_t now, int all)
+{
+	if (!all && (uint32_t)(now - __atomic_load_n(&ldecay_checked, __ATOMIC_RELAXED)) < HA_DECAY_MS / 8)
+		return;
+	__atomic_store_n(&ldecay_checked, now, __ATOMIC_RELAXED);
+	for (;;) {
+		lrec *got[8];
+		unsigned bin[8], n = 0;
+		ha_lock(&large_lock);
+		for (unsigned i = 0; i < LBINS && n < 8; i++)
+			while (n < 8 && lbin[i].hot_tail &&
+			       (all || (lhot_bytes > LARGE_HOT_BYTES &&
+				(uint32_t)(now - lbin[i].hot_tail->idle_since) >= HA_DECAY_MS))) {
+				lrec *r = lbin[i].hot_tail;
+				hot_unlink(i, r);
+				lcold_bytes += r->bytes;
+				bin[n] = i;
+				got[n++] = r;
+			}
+		ha_unlock(&large_lock);
+		for (unsigned k = 0; k < n; k++)
+			block_cool(got[k]);
+		ha_lock(&large_lock);
+		for (unsigned k = 0; k < n; k++) {
+			got[k]->next = lbin[bin[k]].cold;
+			lbin[bin[k]].cold = got[k];
+		}
+		ha_unlock(&large_lock);
+		if (n < 8)
+			return;
+	}
+}
+
+int ha_arena_decay(uint32_t now)
+{
+	if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) <= LARGE_HOT_BYTES)
+		return 0;
+	cache_decay(now, 0);
+	return __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES;
+}
+
+/* Every kept block back to mimalloc, its pages to the kernel first. */
+static void cache_drain(void)
+{
+	cache_decay(ha_now_ms(), 1);
+	for (;;) {
+		lrec *r = NULL;
+		ha_lock(&large_lock);
+		for (unsigned i = 0; i < LBINS && !r; i++)
+			if ((r = lbin[i].cold) != NULL) {
+				lbin[i].cold = r->next;
+				lcold_bytes -= r->bytes;
+			}
+		ha_unlock(&large_lock);
+		if (!r)
+			return;
+		block_release(r);
+	}
+}
+
+void ha_arena_prefork(void)
+{
+	ha_lock(&large_lock);
+}
+
+void ha_arena_postfork(int child)
+{
+	if (child)
+		pthread_mutex_init(&large_lock, NULL);
+	else
+		ha_unlock(&large_lock);
 }
 
 void ha_arena_init(void)
@@ -95,6 +365,28 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 	size_t need = n + HA_LARGE_HDR;
 	void *base = NULL;
 	uintptr_t user;
+	if (align <= HA_MIN_ALIGN &&
+	    (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) | __atomic_load_n(&lcold_bytes, __ATOMIC_RELAXED))) {
+		int cold = 0;
+		lrec r;
+		if (cache_take(need, &r, &cold)) {
+			base = (void *)r.base;
+			if (zero) {
+				/* a cold block's whole pages read zero already */
+				uintptr_t lo = 0, hi = 0, u = r.base + HA_LARGE_HDR, e = u + n;
+				if (cold)
+					block_pages(&r, &lo, &hi);
+				lo = lo > u ? lo : u;
+				hi = hi < e ? hi : e;
+				if (lo >= hi)
+					lo = hi = u;   /* zero it all */
+				memset((void *)u, 0, lo - u);
+				memset((void *)hi, 0, e - hi);
+			}
+			user = (uintptr_t)base + HA_LARGE_HDR;
+			goto made;
+		}
+	}
 	own();
 	if (align <= HA_MIN_ALIGN) {
 		base = zero ? mi_zalloc(need) : mi_malloc(need);
@@ -121,6 +413,7 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 		errno = ENOMEM;
 		return NULL;
 	}
+made:;
 	lhdr *h = hdr_of((void *)user);
 	h->req = 0;
 	h->offset = (uint32_t)(user - HA_LARGE_HDR - (uintptr_t)base);
@@ -155,6 +448,8 @@ void ha_arena_large_free(void *p)
 	h->magic = 0;   /* a second free of p now fails the magic check */
 	__atomic_fetch_sub(&large_blocks, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&large_bytes, sz, __ATOMIC_RELAXED);
+	if (h->offset == 0 && cache_put((uintptr_t)base, sz))
+		return;
 	own();
 	mi_free(base);
 	unown();
@@ -162,6 +457,7 @@ void ha_arena_large_free(void *p)
 
 void ha_arena_trim(void)
 {
+	cache_drain();
 	own();
 	mi_collect(true);
 	unown();

@@ -13,9 +13,10 @@
  * idle for SPAN_DECAY_MS is madvise'd (MADV_DONTNEED) and kept cold, except
  * for SPAN_HOT_BYTES that always stay; past SPAN_HOT_MAX they go cold at
  * once.  So a program that cycles its memory keeps it, without a page
- * fault per page per cycle, and one that goes quiet gives it back at its
- * next span refill or release past the delay (no thread of ours runs while
- * the program sleeps: SPAN_HOT_MAX bounds what a sleeping program holds).
+ * fault per page per cycle, and one that stops using it gets it back
+ * SPAN_DECAY_MS later: the purge thread (purge.c) runs the decay while hot
+ * spans pass SPAN_HOT_BYTES, whether the program sleeps or allocates only
+ * from its thread caches; refills and releases look too, as a fallback.
  * Cold spans are kept up to SPAN_COLD_BYTES of address space, and only
  * past that returned to mimalloc.  Cold spans cost no RSS, while
  * memory handed back to mimalloc costs some: mi_free writes its free-list
@@ -34,7 +35,7 @@
 #define SPAN_HOT_BYTES ((size_t)4 << 20)
 #define SPAN_HOT_MAX ((size_t)64 << 20)
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
-#define SPAN_DECAY_MS 1000
+#define SPAN_DECAY_MS HA_DECAY_MS
 
 #define TRANSFER_SLOTS 16
 /* Empty spans a class keeps before handing them to the pool: refilling
@@ -128,14 +129,6 @@ static int pool_slot(uint32_t bytes)
 	return -1;
 }
 
-/* A coarse millisecond clock (no system call: the vDSO). */
-static uint32_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (uint32_t)((uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000);
-}
-
 static void hot_push(int i, ha_span *s, uint32_t now)
 {
 	s->idle_since = now;
@@ -218,7 +211,7 @@ static void pool_decay(uint32_t now, int all)
 static int pool_put(ha_span *s, uint32_t bytes)
 {
 	int hot = 0, i;
-	uint32_t now = now_ms();
+	uint32_t now = ha_now_ms();
 	ha_lock(&rec_lock);
 	i = pool_slot(bytes);
 	if (i >= 0 && hot_bytes + bytes <= SPAN_HOT_MAX) {
@@ -233,7 +226,17 @@ static int pool_put(ha_span *s, uint32_t bytes)
 		cold_put(i, s);
 	}
 	pool_decay(now, 0);
+	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
+		ha_purge_kick();
 	return 1;
+}
+
+int ha_central_decay(uint32_t now)
+{
+	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= SPAN_HOT_BYTES)
+		return 0;
+	pool_decay(now, 0);
+	return __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES;
 }
 
 static ha_span *pool_take(uint32_t bytes)
@@ -348,7 +351,7 @@ static void pool_release_cold(void)
 /* malloc_trim: every hot span's pages back to the OS; the spans go cold. */
 static void pool_drain(void)
 {
-	pool_decay(now_ms(), 1);
+	pool_decay(ha_now_ms(), 1);
 }
 
 /* Take up to want objects from c's spans onto *head; returns how many. */
@@ -412,7 +415,7 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 	}
 	ha_unlock(&c->lock);
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
-		pool_decay(now_ms(), 0);   /* a program that only allocates now */
+		pool_decay(ha_now_ms(), 0);   /* a program that only allocates now */
 	return got;
 }
 

@@ -34,7 +34,11 @@
  *     so a program that shrinks sees its budget follow it down.  Past the
  *     budget the highest-addressed free dirty pages go back with
  *     MADV_DONTNEED, down to 7/8 of it (the address space stays, clean); a
- *     region with no block left is unmapped whole.  malloc_trim() releases
+ *     region with no block left is unmapped whole.  Once no huge block has
+ *     been allocated or freed for HA_DECAY_MS, free dirty pages past
+ *     HUGE_IDLE_KEEP go back too (the purge thread's step, purge.c), so a
+ *     program that is done with its big blocks does not keep up to 256 MiB
+ *     of them for good.  malloc_trim() releases
  *     every free dirty page and unmaps every empty region; so does the
  *     out-of-memory retry (ha_release_cached).
  *     Measured on malloc-large (20 live blocks of 5-25 MiB, peak ~350 MiB
@@ -82,6 +86,7 @@
 #define NREGIONS 64
 #define CACHE_MIN ((size_t)64 << 20)
 #define CACHE_MAX ((size_t)256 << 20)
+#define HUGE_IDLE_KEEP ((size_t)4 << 20)   /* free dirty bytes kept once idle */
 
 typedef struct hhdr {
 	uint64_t req;         /* requested size | flags (profiling) */
@@ -103,6 +108,7 @@ static size_t region_bytes;                /* reserved, all regions */
 static size_t free_dirty;                  /* pages, all regions (atomic reads) */
 static size_t recent_peak;                 /* bytes; see header */
 static uint64_t huge_blocks, huge_bytes;   /* live; atomics */
+static uint32_t huge_used_ms;              /* ms clock of the last alloc or free */
 
 /* ---- bitmaps ----------------------------------------------------------- */
 
@@ -289,19 +295,19 @@ static size_t cache_budget(void)
 }
 
 /* Give free dirty pages back to the kernel: all of them (all != 0: also
- * unmaps empty regions), else down to 7/8 of the budget.  Returns bytes
- * released. */
-static size_t release(int all)
+ * unmaps empty regions); else, idle, down to HUGE_IDLE_KEEP; else down to
+ * 7/8 of the budget.  Returns bytes released. */
+static size_t release(int all, int idle)
 {
 	size_t done = 0;
 	for (;;) {
 		ha_lock(&huge_lock);
-		size_t budget = cache_budget();
+		size_t budget = idle ? HUGE_IDLE_KEEP : cache_budget();
 		if (!all && free_dirty * PG <= budget) {
 			ha_unlock(&huge_lock);
 			return done;
 		}
-		size_t want = all ? (size_t)-1 : free_dirty - budget / 8 * 7 / PG;
+		size_t want = all ? (size_t)-1 : free_dirty - (idle ? budget : budget / 8 * 7) / PG;
 		/* the highest-addressed region with free dirty pages, or (all)
 		 * any empty one */
 		hregion *R = NULL;
@@ -396,6 +402,7 @@ static void *region_alloc(size_t len, int zero)
 			return NULL;
 	}
 	take_pages(R, at, n);
+	huge_used_ms = ha_now_ms();
 	ha_unlock(&huge_lock);
 	char *base = (char *)(R->base + at * PG);
 	if (zero) {
@@ -468,9 +475,21 @@ void ha_huge_free(void *p)
 	pk -= pk / 128;
 	__atomic_store_n(&recent_peak, pk > now ? pk : now, __ATOMIC_RELAXED);
 	int over = free_dirty * PG > cache_budget();
+	huge_used_ms = ha_now_ms();
 	ha_unlock(&huge_lock);
 	if (over)
-		release(0);
+		release(0, 0);
+	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP)
+		ha_purge_kick();
+}
+
+int ha_huge_decay(uint32_t now)
+{
+	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG <= HUGE_IDLE_KEEP)
+		return 0;
+	if ((uint32_t)(now - __atomic_load_n(&huge_used_ms, __ATOMIC_RELAXED)) >= HA_DECAY_MS)
+		release(0, 1);
+	return __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP;
 }
 
 /* A region block's pages move to a mapping of their own of len bytes;
@@ -551,7 +570,7 @@ void *ha_huge_realloc(void *p, size_t n)
 		else
 			q = move_out(p, old, len);
 		if (over)
-			release(0);
+			release(0, 0);
 	} else {
 		void *m = ha_sys_mremap((void *)base, old, len, MREMAP_MAYMOVE, NULL);
 		if (m != MAP_FAILED) {
@@ -570,7 +589,7 @@ void *ha_huge_realloc(void *p, size_t n)
 
 size_t ha_huge_trim(void)
 {
-	return release(1);
+	return release(1, 0);
 }
 
 void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached)
@@ -580,8 +599,11 @@ void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached)
 	*cached = __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
 }
 
+/* The large cache's lock comes first (internal.h's order): it is taken
+ * here so that fork's handlers in init.c need no line of their own. */
 void ha_huge_prefork(void)
 {
+	ha_arena_prefork();
 	ha_lock(&huge_lock);
 }
 
@@ -591,4 +613,5 @@ void ha_huge_postfork(int child)
 		pthread_mutex_init(&huge_lock, NULL);
 	else
 		ha_unlock(&huge_lock);
+	ha_arena_postfork(child);
 }

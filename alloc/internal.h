@@ -20,6 +20,7 @@
  *   profiling   books.c          the books (allocated, in use) and the switch
  *               compat.c         compatibility mode's headers; sample headers
  *   process     init.c           first-call init, fork, thread exit
+ *               purge.c          the thread that ages cached memory out
  *               log.c            stderr messages that never allocate
  *
  * Prototypes below are grouped under the file that defines them.
@@ -27,14 +28,16 @@
  * Synchronization (lock order, outermost first):
  *   [libc's stdio list lock, at fork only: init.c] ->
  *   profiler locks (prof/, via ha_prof_prefork) -> thread-cache registry ->
- *   central[cls].lock (ascending cls) -> span-record lock -> huge cache lock
- *   -> page-map leaf lock -> meta lock.
+ *   central[cls].lock (ascending cls) -> span-record lock -> large cache lock
+ *   -> huge cache lock -> page-map leaf lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
  * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
  * in that order and released (parent) or re-initialised (child) after fork,
  * except in a fork() made by a signal handler on a thread that holds one of
  * them or is inside fork itself: that fork takes none (init.c).
  * Signal handlers never allocate through heapalloc locks: prof/ only posts.
+ * The purge thread (purge.c) takes the span-record, large-cache and huge
+ * locks, one at a time, and is started only by a thread holding none.
  */
 #ifndef HA_ALLOC_INTERNAL_H
 #define HA_ALLOC_INTERNAL_H
@@ -44,6 +47,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc/base.h"
@@ -125,6 +129,28 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 void ha_pagemap_prefork(void);
 void ha_pagemap_postfork(int child);
 
+/* ---- purge.c: the clock cached memory decays by ------------------------- *
+ * Span pool, large cache and huge pages keep what was freed resident for
+ * HA_DECAY_MS after it was last used, then give it back; the purge thread
+ * runs their decay steps while any of them holds bytes that will decay. */
+#define HA_DECAY_MS 1000
+/* A cache now holds more than its resident floor: the thread runs (started
+ * on the first call by a caller that holds no lock, woken if asleep). */
+void ha_purge_kick(void);
+/* The decay steps: give back what has been idle HA_DECAY_MS by now; nonzero
+ * while bytes that will decay are left. */
+int ha_central_decay(uint32_t now);
+int ha_arena_decay(uint32_t now);
+int ha_huge_decay(uint32_t now);
+
+/* A coarse millisecond clock (the vDSO: no system call), wrapping. */
+static inline uint32_t ha_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint32_t)((uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000);
+}
+
 /* ---- arena.c (mimalloc adapter) --------------------------------------- */
 void *ha_arena_span_alloc(size_t bytes);      /* page-aligned */
 void ha_arena_span_free(void *p);
@@ -137,6 +163,8 @@ void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 uint64_t ha_arena_committed(void);
 void ha_arena_init(void);
+void ha_arena_prefork(void);                  /* the large cache's lock */
+void ha_arena_postfork(int child);
 /* A big block's header word: the bytes the books count for it (its
  * requested size; a sampled small request's class size) in the low 47 bits,
  * | HA_LARGE_SAMPLED when it is a recorded sample; in compatibility mode

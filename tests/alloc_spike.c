@@ -1,0 +1,218 @@
+/* alloc_spike — memory comes back after a spike, whether the program goes
+ * on allocating or goes quiet, without malloc_trim: 300 MB in blocks of
+ * SPIKE_BLOCK bytes (100,000: large blocks, alloc/arena.c's cache; 20,000:
+ * a size class, the span pool; 2,000,000: huge blocks, alloc/huge.c), every
+ * page written, checked and freed;
+ * then either a steady churn of small blocks that stays within the thread
+ * cache (SPIKE_BUSY 1) or sleep, no allocator call at all (SPIKE_BUSY 0).
+ * Resident memory must come within 16 MiB of where it was before the
+ * spike within 2.5 s (glibc's malloc: at once; heapalloc's promise: 2 s).
+ * Also, per build:
+ *   SPIKE_WAKEUPS  once everything has decayed, the purge thread
+ *                  ("heapalloc-purge") sleeps: no context switch of it
+ *                  in a quiet second;
+ *   SPIKE_FORK     a child forked after the spike (no purge thread in it)
+ *                  gets the memory of its own spike back the same way;
+ * and calloc over the blocks just freed, and over those given back, reads
+ * zero in every byte. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "check.h"
+#include "alloc_util.h"
+
+#ifndef SPIKE_BLOCK
+#define SPIKE_BLOCK 100000
+#endif
+#ifndef SPIKE_BUSY
+#define SPIKE_BUSY 0
+#endif
+#define MIB (1024L * 1024)
+#define TOTAL (300L * 1000 * 1000)
+#define N (TOTAL / SPIKE_BLOCK)
+
+static char *v[N];
+static void *live[64];
+static uint64_t seed = 0x9E3779B97F4A7C15ull;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* RSS in KiB from /proc/self/statm, without stdio (no malloc): -1 on error. */
+static long rss_now(void)
+{
+	char buf[128];
+	long size = 0, res = 0;
+	int fd = open("/proc/self/statm", O_RDONLY);
+	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0)
+		return -1;
+	buf[got] = 0;
+	if (sscanf(buf, "%ld %ld", &size, &res) != 2)
+		return -1;
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* The spike: allocate, write every page, check every page, free. */
+static void spike(unsigned salt, long nblocks)
+{
+	for (long i = 0; i < nblocks; i++) {
+		v[i] = malloc(SPIKE_BLOCK);
+		REQUIRE(v[i] != NULL);
+		for (long off = 0; off < SPIKE_BLOCK; off += 4096)
+			v[i][off] = (char)(salt + i + off / 4096);
+		v[i][SPIKE_BLOCK - 1] = (char)(salt ^ i);
+	}
+	long bad = 0;
+	for (long i = 0; i < nblocks; i++) {
+		for (long off = 0; off < SPIKE_BLOCK; off += 4096)
+			bad += v[i][off] != (char)(salt + i + off / 4096);
+		bad += v[i][SPIKE_BLOCK - 1] != (char)(salt ^ i);
+		free(v[i]);
+	}
+	CHECK_EQ(bad, 0);
+}
+
+/* Busy: replace one of 64 small blocks, 1000 times (all from the cache). */
+static void churn(void)
+{
+	for (int k = 0; k < 1000; k++) {
+		seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+		unsigned i = (unsigned)(seed & 63);
+		free(live[i]);
+		live[i] = malloc(16 + (seed >> 8) % 241);
+		REQUIRE(live[i] != NULL);
+		*(char *)live[i] = 1;
+	}
+}
+
+/* Milliseconds after the free until RSS <= limit, or -1 past 2.5 s. */
+static long wait_back(long limit, long *last)
+{
+	double t0 = now_s(), next = 0;
+	for (double t = 0; t < 2.5; t = now_s() - t0) {
+		if (t >= next) {
+			*last = rss_now();
+			if (*last <= limit)
+				return (long)(t * 1000);
+			next += 0.02;
+		}
+		if (SPIKE_BUSY) {
+			churn();
+		} else {
+			struct timespec s = { 0, 5 * 1000 * 1000 };
+			nanosleep(&s, NULL);
+		}
+	}
+	*last = rss_now();
+	return *last <= limit ? 2500 : -1;
+}
+
+/* calloc over n blocks reads zero in every byte; they are freed again. */
+static void calloc_zero(long n)
+{
+	long bad = 0;
+	for (long i = 0; i < n; i++) {
+		v[i] = calloc(1, SPIKE_BLOCK);
+		REQUIRE(v[i] != NULL);
+		bad += zero_check(v[i], SPIKE_BLOCK) != (size_t)-1;
+		memset(v[i], 0x5a, SPIKE_BLOCK);
+	}
+	for (long i = 0; i < n; i++)
+		free(v[i]);
+	CHECK_EQ(bad, 0);
+}
+
+#ifdef SPIKE_WAKEUPS
+/* Voluntary context switches of the thread named heapalloc-purge, or -1. */
+static long purge_switches(void)
+{
+	char path[300], buf[4096];
+	long sw = -1;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	if (!d)
+		return -1;
+	while (sw < 0 && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+		int fd = open(path, O_RDONLY);
+		ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+		if (fd >= 0)
+			close(fd);
+		if (got <= 0)
+			continue;
+		buf[got] = 0;
+		char *vc = strstr(buf, "\nvoluntary_ctxt_switches:");
+		if (!strncmp(buf, "Name:\theapalloc-purge\n", 22) && vc)
+			sw = atol(vc + 25);
+	}
+	closedir(d);
+	return sw;
+}
+#endif
+
+int main(void)
+{
+	long base = rss_now();
+	if (base < 0)
+		HARD_ERROR("cannot read /proc/self/statm");
+	if (SPIKE_BUSY)
+		churn();
+	spike(1, N);
+	long freed = rss_now(), last = -1;
+	long ms = wait_back(base + 16 * 1024, &last);
+	fprintf(stderr, "%s, %d-byte blocks: RSS %ld KiB before the spike, %ld after the free, "
+		"%ld KiB %ld ms later (limit %ld KiB)\n", SPIKE_BUSY ? "busy" : "idle",
+		SPIKE_BLOCK, base, freed, last, ms, base + 16 * 1024);
+	CHECK_GE(freed, 0);
+	CHECK_GE(ms, 0);
+	CHECK_LE(last, base + 16 * 1024);
+
+#ifdef SPIKE_WAKEUPS
+	/* by 2.5 s after the free every cached block has decayed (1 s idle,
+	 * 250 ms ticks) and the thread has gone to sleep for good */
+	struct timespec settle = { 2, 500 * 1000 * 1000 }, quiet = { 1, 0 };
+	nanosleep(&settle, NULL);
+	long sw0 = purge_switches();
+	nanosleep(&quiet, NULL);
+	long sw1 = purge_switches();
+	fprintf(stderr, "purge thread's voluntary context switches: %ld, a quiet second later %ld\n",
+		sw0, sw1);
+	CHECK_GE(sw0, 0);            /* it ran: the spike started it */
+	CHECK_EQ(sw1, sw0);
+#endif
+#ifdef SPIKE_FORK
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		long cbase = rss_now(), clast = -1;
+		spike(2, N / 3);
+		long cms = wait_back(cbase + 16 * 1024, &clast);
+		fprintf(stderr, "child: RSS %ld KiB before its 100 MB spike, %ld KiB %ld ms after\n",
+			cbase, clast, cms);
+		_exit(cms >= 0 ? 0 : 1);
+	}
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+#endif
+	/* blocks given back read zero; so do blocks freed a moment ago */
+	calloc_zero(N / 10);
+	calloc_zero(N / 10);
+	return CHECK_DONE();
+}
