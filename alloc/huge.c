@@ -1,17 +1,11 @@
 /* alloc/huge.c — blocks of 1 MiB and more: carved from reserved regions,
  * freed pages kept resident up to a budget, mremap for realloc.
  *
- * Why not mimalloc: Debian's mimalloc 2.0.9 unmaps a freed multi-MiB block's
- * segment and the next allocation faults every page back in (~3 us per
- * 4 KiB page here).  A committed mimalloc arena fixed the speed but kept
- * every page resident for good: malloc_trim() could return nothing.
- *
- * Why not one mapping per block either (the previous version of this file: a
- * 64 MiB cache of freed mappings, best fit within 2x else mremap the
- * largest): freed mappings cannot be merged, so on a mix of 5-25 MiB blocks
- * a cached mapping is almost never the right size; shrinking it with
- * mremap drops resident pages that growing another one faults back in.
- * malloc-large ran 2.6x slower than glibc that way.
+ * Why not mimalloc: it unmaps a freed multi-MiB block's segment, and the
+ * next allocation faults every page back in; a committed arena keeps every
+ * page resident for good instead.  Why not one mapping per block: freed
+ * mappings cannot merge, so a cached one is rarely the right size, and
+ * resizing it with mremap drops pages that the next block faults back in.
  *
  * So huge blocks come from regions, like a page heap:
  *   - a region is one anonymous MAP_NORESERVE mapping of 64 MiB .. 1 GiB
@@ -41,14 +35,9 @@
  *     of them for good.  malloc_trim() releases
  *     every free dirty page and unmaps every empty region; so does the
  *     out-of-memory retry (ha_release_cached).
- *     Measured on malloc-large (20 live blocks of 5-25 MiB, peak ~350 MiB
- *     in use): a budget of 1/4 of the peak for free pages alone faulted
- *     3x as many pages as this one and ran no faster than glibc; 1/2 of
- *     the peak, 16% more pages at 4% less RSS; this one faults about as
- *     many pages as tcmalloc, which never gives any back, at a peak RSS
- *     ~5% above glibc's.  The page counts move by
- *     +-15% with the benchmark's seed; preferring windows inside a run,
- *     or the tightest run over the fewest faults, did worse on average.
+ *     The budget's shape trades faults against RSS: about as many faults
+ *     as a cache that never gives pages back, at a peak RSS near glibc's
+ *     (bench/ malloc-large, 20 live blocks of 5-25 MiB).
  *   - blocks bigger than 256 MiB, or when no region can be reserved (an
  *     address-space limit), are their own mapping (magic HUGE_MAGIC),
  *     unmapped when freed.

@@ -4,7 +4,7 @@
  * called while libc is still starting, and must not allocate).  A value that
  * does not parse gets one stderr line naming the variable, the bad value and
  * the value used instead, and the default.  gperftools' names and defaults
- * (see /work/shared/spec/heap-profile.md §5); heapalloc accepts more (size
+ * (docs/heap-profile-spec.md §5); heapalloc accepts more (size
  * suffixes such as 64M, signal names such as SIGUSR2), never less.
  * Never allocates.
  */
@@ -130,7 +130,7 @@ int ha_options_parse_size(const char *s, int64_t *out)
 	return 0;
 }
 
-/* Spec §5: true for t T y Y 1 and the empty string.  heapalloc also
+/* docs/heap-profile-spec.md §5: true for t T y Y 1 and the empty string.  heapalloc also
  * takes the words true/yes/on and, for false, f F n N 0 false/no/off;
  * anything else (e.g. "12abc", "2") is junk. */
 int ha_options_parse_bool(const char *s, int64_t *out)

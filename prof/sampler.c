@@ -1,6 +1,6 @@
 /* prof/sampler.c — how far the next sample is, in bytes.
  *
- * Model (spec §4): every allocated byte is marked with probability 1/R; an
+ * Model (docs/heap-profile-spec.md §4): every allocated byte is marked with probability 1/R; an
  * allocation is sampled when it holds a marked byte.  The distance to the
  * next marked byte is geometric, which we draw from the exponential
  * distribution with mean R:  d = -R * ln(U),  U uniform in (0, 1].
@@ -21,8 +21,8 @@
  * here (no libm): ln(m * 2^e) = e ln 2 + ln(c) + ln(m / c), c the centre of
  * m's 1/128-wide bin in [1, 2), ln(c) and 1/c from a table built once (by
  * the atanh series, to ~1e-15), ln(1 + r) with |r| < 1/256 by 4 terms of
- * its series: no division on the sampling path (the division and the
- * 6-term series before it made the draw ~1/6 of a sample's time).
+ * its series: no division on the sampling path, where a divide costs as
+ * much as the rest of the draw.
  * Never allocates, takes no lock.
  */
 #include "prof/prof.h"
@@ -110,8 +110,7 @@ double ha_ln(double x)
 /* e^y for y <= 0 without libm: 2^k e^f with f in (-ln 2, 0], e^f by its
  * Taylor series to f^12 in Horner form (relative error < 1e-9), 2^k put
  * into the exponent bits; 0 below -700.  No division: this runs twice per
- * sampled object in estimate mode (~40 instructions; a loop of 12 divides
- * took ~150). */
+ * sampled object in estimate mode. */
 double ha_exp_neg(double y)
 {
 	if (y < -700)

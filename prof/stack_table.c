@@ -4,7 +4,7 @@
  * allocations and frees made at one call stack for objects of one size key
  * (sizes within 1/8 of each other, see ha_table_size_key): pprof unsamples a
  * line with the line's average object size, so one line must not mix 16-byte
- * and 1-MiB objects (spec §4).  Several lines may share a stack.
+ * and 1-MiB objects (docs/heap-profile-spec.md §4).  Several lines may share a stack.
  *
  * Memory (ha_table_stats counts what is resident): a fixed array of chain heads (512 KiB mapped from the kernel:
  * zero pages, resident only where stacks hash, so a profiled process —

@@ -1,4 +1,4 @@
-/* prof/writer.c — the profile in gperftools' text format (spec §1–3).
+/* prof/writer.c — the profile in gperftools' text format (docs/heap-profile-spec.md §1–3).
  *
  *   heap profile: IO: IB [AO: AB] @ heapprofile | heap_v2/R
  *   io: ib [ao: ab] @ 0xpc-1 0xpc ...        one line per bucket, leaf first

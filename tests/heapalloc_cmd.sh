@@ -57,7 +57,7 @@ eq "SIGABRT" $? 134
 
 # ---- run: every option's variable, LD_PRELOAD prepended, a program not
 # linked with heapalloc (env, which leaves by exit()) profiled ----
-# (HEAPPROFILE_USE_PID=1 is the library's own, for descendants: spec §6)
+# (HEAPPROFILE_USE_PID=1 is the library's own, for descendants: docs/heap-profile-spec.md §6)
 mkdir "$tmp/e"
 mod="$top_builddir/tests/.libs/prof_dlmod.so"
 [ -f "$mod" ] || { echo "missing $mod"; exit 99; }

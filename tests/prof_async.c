@@ -1,4 +1,4 @@
-/* tests/prof_async.c — who writes a threshold dump (spec §6).  Three runs,
+/* tests/prof_async.c — who writes a threshold dump (docs/heap-profile-spec.md §6).  Three runs,
  * each a fresh process (the options are read at start):
  *   queued: default mode.  stderr is a full pipe, so whoever writes the
  *     dump's "Dumping heap profile" line blocks until the pipe is read, and

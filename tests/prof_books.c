@@ -1,5 +1,5 @@
 /* tests/prof_books.c — the default mode's dump totals against ground truth
- * (spec §5): no header, the totals from the allocator's books, in the
+ * (docs/heap-profile-spec.md §5): no header, the totals from the allocator's books, in the
  * allocated unit (a small block's class size, a big block's requested
  * bytes).  Known sizes of every tier are allocated, some kept and some
  * freed, by the main thread and by threads that have exited when the

@@ -35,7 +35,7 @@ near() {
 
 # flat INDEX FILE NAME — go pprof's flat value of function NAME (bytes or
 # objects, units stripped), 0 when NAME is not listed.  When nothing was
-# freed Go offers only objects/space (spec §1): inuse_* falls back to those.
+# freed Go offers only objects/space (docs/heap-profile-spec.md §1): inuse_* falls back to those.
 flat() {
 	idx=$1
 	if ! "$GO" tool pprof -raw -sample_index="$idx" "$W" "$2" >/dev/null 2>&1; then
@@ -59,7 +59,7 @@ sites() {
 }
 
 # shape FILE — heapalloc check: the header, every bucket line, the
-# MAPPED_LIBRARIES section in the shapes both parsers accept (spec §1-§3).
+# MAPPED_LIBRARIES section in the shapes both parsers accept (docs/heap-profile-spec.md §1-§3).
 HEAPALLOC_CMD="$top_builddir/tools/heapalloc"
 shape() {
 	[ -x "$HEAPALLOC_CMD" ] || { echo "missing $HEAPALLOC_CMD"; exit 99; }

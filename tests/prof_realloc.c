@@ -1,4 +1,4 @@
-/* tests/prof_realloc.c — exact totals across realloc (spec §5): a realloc
+/* tests/prof_realloc.c — exact totals across realloc (docs/heap-profile-spec.md §5): a realloc
  * counts as freeing the old block and allocating the new size, whether the
  * block stays in place (grown or shrunk within its size class), moves to
  * another class, or goes large.  One process per sampling interval (every

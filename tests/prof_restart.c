@@ -1,5 +1,5 @@
 /* tests/prof_restart.c — exact totals across stops and starts while other
- * threads allocate (spec §5: exact whatever R is), in compatibility mode.
+ * threads allocate (docs/heap-profile-spec.md §5: exact whatever R is), in compatibility mode.
  * A running thread joins a new session at its next slow path (here a big
  * block; else a cache refill or flush, or 16 MiB of allocation): from then
  * on its allocations must be counted, every byte, and its blocks' frees too.  Four workers, twelve

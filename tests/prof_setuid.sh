@@ -1,6 +1,6 @@
 #!/bin/sh
 # A setuid program ignores HEAPPROFILE with a warning and writes nothing
-# (spec §5).  Needs root (to make a setuid copy) and setpriv (to run it as
+# (docs/heap-profile-spec.md §5).  Needs root (to make a setuid copy) and setpriv (to run it as
 # nobody); skips otherwise, or when the temp dir is mounted nosuid.
 . "$top_srcdir/tests/prof_lib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root"; exit 77; }

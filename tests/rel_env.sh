@@ -2,7 +2,7 @@
 # tests/rel_env.sh — every profiler variable with junk values: the program
 # runs normally (exit 0, its usual output) and stderr holds exactly one line
 # naming the variable, the bad value and the value used instead.  Accepted
-# forms (spec §5: booleans t T y Y 1 and empty; decimal numbers; size
+# forms (docs/heap-profile-spec.md §5: booleans t T y Y 1 and empty; decimal numbers; size
 # suffixes and signal names heapalloc accepts) print nothing at all.
 # Runs without HEAPPROFILE (options are parsed at every start), then once
 # with it to check the warning is printed once, not once per parse.

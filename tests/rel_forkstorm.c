@@ -72,7 +72,7 @@ static int absent(const char *fmt, ...)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "helper")) {    /* exec'd child */
-		/* HEAPPROFILE reaches descendants byte for byte (spec §6) */
+		/* HEAPPROFILE reaches descendants byte for byte (docs/heap-profile-spec.md §6) */
 		char want_p[600];
 		snprintf(want_p, sizeof want_p, "%s/p", getenv("REL_DIR"));
 		if (!getenv("HEAPPROFILE") || strcmp(getenv("HEAPPROFILE"), want_p))
