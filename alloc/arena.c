@@ -499,3 +499,9 @@ uint64_t ha_arena_committed(void)
 	mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
 	return commit;
 }
+
+void ha_arena_cache_bytes(uint64_t *hot, uint64_t *cold)
+{
+	*hot = __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);
+	*cold = __atomic_load_n(&lcold_bytes, __ATOMIC_RELAXED);
+}

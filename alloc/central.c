@@ -581,3 +581,9 @@ void ha_central_postfork(int child)
 			ha_unlock(&centrals[c].lock);
 	}
 }
+
+void ha_central_pool_bytes(uint64_t *hot, uint64_t *cold)
+{
+	*hot = __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED);
+	*cold = __atomic_load_n(&cold_bytes, __ATOMIC_RELAXED);
+}

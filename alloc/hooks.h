@@ -90,6 +90,10 @@ typedef struct ha_alloc_view {
 	uint64_t huge_blocks, huge_bytes;  /* blocks >= 1 MiB in use */
 	uint64_t huge_cached;              /* freed pages of them kept for reuse */
 	uint64_t arena_committed;          /* the backing arena's committed bytes */
+	/* freed memory kept for reuse: resident (hot) and given back with its
+	 * address space kept (cold) */
+	uint64_t span_pool_hot, span_pool_cold;     /* empty small-class spans */
+	uint64_t large_cache_hot, large_cache_cold; /* freed blocks > 32 KiB */
 } ha_alloc_view;
 void ha_alloc_view_read(ha_alloc_view *v);
 /* Threads with a live cache (racy: a thread may be exiting). */

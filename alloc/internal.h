@@ -162,6 +162,8 @@ int ha_arena_is_large(const void *p);         /* header magic intact */
 void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 uint64_t ha_arena_committed(void);
+/* The large cache's bytes, as ha_central_pool_bytes. */
+void ha_arena_cache_bytes(uint64_t *hot, uint64_t *cold);
 void ha_arena_init(void);
 void ha_arena_prefork(void);                  /* the large cache's lock */
 void ha_arena_postfork(int child);
@@ -198,6 +200,9 @@ void ha_central_trim(void);
 void ha_central_release_all(void);      /* trim + cold spans' address space */
 void ha_central_thread_exited(void);   /* drains transfer batches past 1 MiB */
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes);
+/* The free-span pool's bytes: hot (resident) and cold (given back,
+ * address space kept); racy reads. */
+void ha_central_pool_bytes(uint64_t *hot, uint64_t *cold);
 void ha_central_prefork(void);
 void ha_central_postfork(int child);
 void ha_central_init(void);

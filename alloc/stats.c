@@ -124,6 +124,8 @@ void ha_alloc_view_read(ha_alloc_view *v)
 {
 	ha_huge_stats(&v->huge_blocks, &v->huge_bytes, &v->huge_cached);
 	v->arena_committed = ha_arena_committed();
+	ha_central_pool_bytes(&v->span_pool_hot, &v->span_pool_cold);
+	ha_arena_cache_bytes(&v->large_cache_hot, &v->large_cache_cold);
 }
 
 unsigned ha_alloc_threads(void)

@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
 	uint64_t rss, anon, file_rss, shmem, swap;   /* /proc/self/status */
 	region top[TOP];
+	uint64_t stack;                               /* smaps: the main thread's [stack] */
 	region cur;                                   /* smaps: the run being summed */
 	uint64_t anon_all;
 	int have_cur;
@@ -109,6 +110,8 @@ static void keep_top(proc_mem *m, const region *r)
 {
 	if (!r->rss)
 		return;
+	if (r->len == 7 && memcmp(r->path, "[stack]", 7) == 0)
+		m->stack += r->rss;
 	int low = 0;
 	for (int i = 0; i < TOP; i++) {
 		if (m->top[i].rss && m->top[i].len == r->len &&
@@ -245,6 +248,7 @@ static struct {
 	pid_t pid;
 	struct timespec at;
 	region top[TOP];
+	uint64_t stack;
 } walked;
 
 /* Counters always; *age_ms: how old the regions are (0: walked now). */
@@ -263,6 +267,7 @@ static void read_proc(proc_mem *m, long *age_ms)
 		   (now.tv_nsec - walked.at.tv_nsec) / 1000000;
 	if (walked.pid == getpid() && age < 1000) {
 		memcpy(m->top, walked.top, sizeof m->top);
+		m->stack = walked.stack;
 		*age_ms = age > 0 ? age : 1;
 		return;
 	}
@@ -274,6 +279,7 @@ static void read_proc(proc_mem *m, long *age_ms)
 		if (m->have_cur)
 			keep_top(m, &m->cur);
 		memcpy(walked.top, m->top, sizeof m->top);
+		walked.stack = m->stack;
 		walked.pid = getpid();
 		walked.at = now;
 	}
@@ -289,6 +295,55 @@ static void line(ha_out *o, const char *name, uint64_t v, const char *what)
 	ha_out_str(o, "  ");
 	ha_out_str(o, what);
 	ha_out_str(o, "\n");
+}
+
+/* Where RSS goes, in lines that add up to process.rss: the heap's parts
+ * from the allocator's own counts (all threads, since the process began),
+ * the profiler's and the metadata, the main stack and file-backed memory
+ * from the kernel; then what is left, or what the heap counts that is not
+ * resident (committed, never touched).  explained: the smaller of the
+ * named lines' sum and RSS over the larger. */
+static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *av,
+		    const proc_mem *m)
+{
+	uint64_t books[2], req[2];
+	ha_books(books, req);
+	uint64_t held = st->small_free_bytes + av->huge_cached + av->span_pool_hot +
+			av->large_cache_hot;
+	/* what mimalloc counts committed beyond the spans and large blocks
+	 * heapalloc holds (cold pages are given back but still counted) */
+	uint64_t ours = st->small_span_bytes + av->span_pool_hot + av->span_pool_cold +
+			st->large_bytes + av->large_cache_hot + av->large_cache_cold;
+	uint64_t kept = av->arena_committed > ours ? av->arena_committed - ours : 0;
+	uint64_t prof = st->prof_memory + ha_peak_bytes();
+	uint64_t file = m->file_rss + m->shmem;
+	uint64_t parts[] = { books[1], held, kept, prof, st->metadata_bytes, m->stack, file };
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		sum += parts[i];
+	ha_out_str(o, "# where process.rss goes: the rss lines add up to it\n");
+	line(o, "rss.heap_in_use", books[1], "blocks the program holds (all threads, size-class bytes)");
+	line(o, "rss.heap_free_held", held, "free blocks and pages heapalloc keeps for reuse");
+	line(o, "rss.arena_kept", kept, "freed memory the backing arena (mimalloc) keeps committed");
+	line(o, "rss.profiler", prof, "stack table, sampled-object map, peak copy");
+	line(o, "rss.metadata", st->metadata_bytes, "span records, page map");
+	line(o, "rss.main_stack", m->stack, "the main thread's stack ([stack])");
+	line(o, "rss.file", file, "file-backed and shared: code, mapped files, tmpfs");
+	if (sum <= m->rss) {
+		line(o, "rss.other", m->rss - sum,
+		     "not named above: other threads' stacks, the program's own mmaps, libc");
+	} else {
+		line(o, "rss.not_resident", sum - m->rss,
+		     "counted above but not resident (subtract): pages never touched or swapped");
+	}
+	/* an over-count (committed, never touched) explains no more than an
+	 * under-count does */
+	uint64_t lo = sum < m->rss ? sum : m->rss, hi = sum < m->rss ? m->rss : sum;
+	char buf[96];
+	uint64_t pm = hi ? lo * 1000 / hi : 1000;
+	ha_snprintf(buf, sizeof buf, "# explained: %llu.%llu%% of process.rss\n",
+		    (unsigned long long)(pm / 10), (unsigned long long)(pm % 10));
+	ha_out_str(o, buf);
 }
 
 static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_t inuse,
@@ -343,6 +398,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 		line(o, "process.mapping", m.top[best].rss, m.top[best].path);
 		m.top[best].rss = 0;
 	}
+	explain(o, &st, &av, &m);
 }
 
 struct stats_job {

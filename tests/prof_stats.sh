@@ -36,6 +36,19 @@ held=$(val "$s" heap.free_held)
 eq "free held = its parts" "$held" \
 	$(( $(val "$s" heap.thread_caches) + $(val "$s" heap.central) + $(val "$s" heap.huge_cached) ))
 
+# where RSS goes: the rss.* lines (rss.not_resident counts minus) add up to
+# process.rss exactly, and "explained" is min(sum, RSS) / max(sum, RSS)
+rss=$(val "$s" process.rss)
+sum=$(awk '$1 == "rss.not_resident" { t -= $2; next } $1 ~ /^rss\./ { t += $2 } END { print t }' "$s")
+eq "rss lines add up" "$sum" "$rss"
+eq "rss lines" "$(awk '$1 ~ /^rss\./ { print $1 }' "$s" | tr '\n' ' ')" \
+	"$(awk '$1 ~ /^rss\./ { print $1 }' "$s" | grep -v 'rss.other\|rss.not_resident' | tr '\n' ' ')$(awk '$1 == "rss.other" || $1 == "rss.not_resident" { print $1 }' "$s") "
+eq "rss.heap_in_use holds the 8 MiB" "$(awk -v m=$((8 * MIB)) '$1 == "rss.heap_in_use" { print ($2 >= m) }' "$s")" 1
+eq "rss.file holds the mapping" "$(awk -v m=$((48 * MIB)) '$1 == "rss.file" { print ($2 >= m) }' "$s")" 1
+named=$(awk '$1 ~ /^rss\./ && $1 != "rss.other" && $1 != "rss.not_resident" { t += $2 } END { print t }' "$s")
+want=$(awk -v a="$named" -v b="$rss" 'BEGIN { lo = a < b ? a : b; hi = a < b ? b : a; pm = int(lo * 1000 / hi); printf "%d.%d%%", pm / 10, pm % 10 }')
+eq "explained" "$(tail -1 "$s")" "# explained: $want of process.rss"
+
 # one per numbered dump, same number; none with HEAP_PROFILE_STATS=0
 mkdir "$tmp/b"
 HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_STATS=0 "$W" map "$tmp/data.bin" 8 2>"$tmp/b.err" ||
