@@ -269,7 +269,8 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 	s->cls = cls;
 	s->nobj = (uint32_t)(bytes / ha_class_size[cls]);
 	s->size = ha_class_size[cls];
-	s->recip = ha_class_recip[cls];
+	s->magic = ha_class_magic[cls];
+	s->tl_key = ha_tl_key(cls);
 	s->plain_max = s->nobj;
 }
 

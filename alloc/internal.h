@@ -99,17 +99,22 @@ static inline void ha_unlock(pthread_mutex_t *m)
 }
 
 /* ---- size_class.c ---------------------------------------------------- */
-extern uint8_t ha_class_lo[1024 / 8 + 1];     /* (n+7)>>3      for n <= 1024  */
-extern uint8_t ha_class_hi[32768 / 128 + 1];  /* (n+127)>>7    for n <= 32768 */
+/* Every class size is a multiple of 16, so one table indexed by
+ * (n + 15) / 16 is exact: no branch on the size's range in malloc.  It
+ * holds cls * 16, the offset of the class's list in a thread cache
+ * (ha_tlist is 16 bytes), which malloc uses as is; 4 KiB, its first three
+ * lines cover n <= 1 KiB. */
+#define HA_TL_SHIFT 4
+extern uint16_t ha_class_tab[HA_SMALL_MAX / 16 + 1];
 extern uint32_t ha_class_size[HA_NCLASSES];
 extern uint32_t ha_class_batch[HA_NCLASSES];   /* objects moved per transfer */
 extern uint32_t ha_class_span_bytes[HA_NCLASSES];
-extern uint32_t ha_class_recip[HA_NCLASSES];   /* ceil(2^32 / size) */
+extern uint64_t ha_class_magic[HA_NCLASSES];   /* ceil(2^64 / size) */
 void ha_size_class_init(void);
 
 static inline unsigned ha_size_to_class(size_t n)
 {
-	return n <= 1024 ? ha_class_lo[(n + 7) >> 3] : ha_class_hi[(n + 127) >> 7];
+	return ha_class_tab[(n + 15) >> 4] >> HA_TL_SHIFT;
 }
 /* The class of max(n, 1) + 16 for n <= HA_HDR_LO_MAX, in one load: a
  * profiled block's request plus its header (alloc/entry.c). */
@@ -124,14 +129,16 @@ void ha_meta_postfork(int child);
 
 /* ---- span (central.c owns the lists; arena.c the memory) --------------- */
 typedef struct ha_span {
+	/* free's fast path reads the first 32 bytes only */
 	uintptr_t base;          /* first object */
-	uint32_t cls;
-	uint32_t nobj;           /* objects the span holds */
-	uint32_t size;           /* ha_class_size[cls], ha_class_recip[cls]: */
-	uint32_t recip;          /* free finds p's object without the tables */
-	uint32_t plain_max;      /* objects free's fast path accepts: nobj, or 0
+	uint64_t magic;          /* ha_class_magic[cls]: ha_plain_start */
+	uint64_t plain_max;      /* objects free's fast path accepts: nobj, or 0
 				  * once it may hold a block recorded in place
 				  * (every free in it then goes slow) */
+	uintptr_t tl_key;        /* ha_tl_key(cls) */
+	uint32_t cls;
+	uint32_t nobj;           /* objects the span holds */
+	uint32_t size;           /* ha_class_size[cls] */
 	uint32_t nfree;          /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
@@ -146,15 +153,30 @@ typedef struct ha_span {
 /* ---- pagemap.c ---------------------------------------------------------- */
 #define HA_PM_LEAF_BITS 14   /* a leaf (128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
 #define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
-extern ha_span **ha_pagemap_root[1u << HA_PM_ROOT_BITS];
+#define HA_PM_LEAF_MASK ((1u << HA_PM_LEAF_BITS) - 1)
+/* A root entry is its leaf's distance from `none`, in entries: 0 (all of
+ * the BSS root at first) is `none`, a leaf of NULLs that is never written,
+ * so a lookup follows two loads and no branch. */
+typedef struct ha_pagemap {
+	ha_span *none[1u << HA_PM_LEAF_BITS];
+	intptr_t root[1u << HA_PM_ROOT_BITS];
+} ha_pagemap;
+extern ha_pagemap ha_pm;
+
+/* The span of page pg; pg < 2^36 or it is taken modulo 2^36. */
+static inline ha_span *ha_pagemap_at(uintptr_t pg)
+{
+	intptr_t i = ha_pm.root[(pg >> HA_PM_LEAF_BITS) & ((1u << HA_PM_ROOT_BITS) - 1)] +
+		     (intptr_t)(pg & HA_PM_LEAF_MASK);
+	return *(ha_span **)((uintptr_t)ha_pm.none + (uintptr_t)i * sizeof(ha_span *));
+}
 
 static inline ha_span *ha_pagemap_get(const void *p)
 {
 	uintptr_t pg = (uintptr_t)p >> HA_PAGE_SHIFT;
 	if (HA_UNLIKELY(pg >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS)))
 		return NULL;
-	ha_span **leaf = ha_pagemap_root[pg >> HA_PM_LEAF_BITS];
-	return leaf ? leaf[pg & ((1u << HA_PM_LEAF_BITS) - 1)] : NULL;
+	return ha_pagemap_at(pg);
 }
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 void ha_pagemap_prefork(void);
@@ -247,6 +269,7 @@ typedef struct ha_tnode {
 	uint64_t req_alloc_bytes, req_free_bytes;
 } __attribute__((aligned(64))) ha_tnode;  /* own cache line */
 
+
 typedef struct ha_tcache {
 	ha_tlist list[HA_NCLASSES];
 	/* The countdown: every allocation subtracts the bytes it is charged
@@ -278,7 +301,57 @@ static inline void ha_tl_set_max(ha_tcache *tc, unsigned c, uint32_t max)
 	tc->max[c] = max;
 }
 
+#ifndef __cplusplus   /* a list's key is its offset: list[] first, 16 bytes an entry */
+_Static_assert(offsetof(ha_tcache, list) == 0 && sizeof(ha_tlist) == (1u << HA_TL_SHIFT),
+	       "ha_tlist layout");
+#endif
 extern HA_TLS ha_tcache ha_tc;
+
+/* This thread's cache, addressed through the thread pointer: on x86-64
+ * its offset from %fs (one load from the GOT, the same in every thread)
+ * and %fs-relative operands, not &ha_tc, which costs a read of %fs:0 and
+ * an add before every use.  HA_SEG marks such a pointer. */
+#if defined(__x86_64__) && defined(__SEG_FS) && defined(__PIC__) && !defined(__cplusplus)
+#define HA_SEG __seg_fs
+#define HA_SEG_ON 1
+static inline ha_tcache HA_SEG *ha_tc_seg(void)
+{
+	uintptr_t off;
+	__asm__("movq ha_tc@gottpoff(%%rip), %0" : "=r"(off));
+	return (ha_tcache HA_SEG *)off;
+}
+#else
+#define HA_SEG
+#define HA_SEG_ON 0
+static inline ha_tcache *ha_tc_seg(void)
+{
+	return &ha_tc;
+}
+#endif
+
+/* A key for this thread's list of class cls that names the same list in
+ * every thread: with HA_SEG its offset from the thread pointer (constant:
+ * initial-exec TLS), else its offset in ha_tc.  Spans keep their class's
+ * key, so free reaches the list with no table and no add. */
+static inline uintptr_t ha_tl_key(unsigned cls)
+{
+	return (uintptr_t)ha_tc_seg() * (HA_SEG_ON) + ((uintptr_t)cls << HA_TL_SHIFT);
+}
+
+static inline ha_tlist HA_SEG *ha_tl_of_key(uintptr_t key)
+{
+#if HA_SEG_ON
+	return (ha_tlist HA_SEG *)key;
+#else
+	return (ha_tlist *)((char *)&ha_tc + key);
+#endif
+}
+
+static inline unsigned ha_tl_key_class(uintptr_t key)
+{
+	return (unsigned)((key - ha_tl_key(0)) / sizeof(ha_tlist));
+}
+
 /* Read by the slow paths, written only when profiling starts or stops: one
  * cache line of its own, never shared with a counter that threads write. */
 typedef struct ha_hot {
@@ -300,9 +373,9 @@ typedef struct ha_counter {
 	uint64_t v;
 } __attribute__((aligned(64))) ha_counter;
 
-void *ha_tcache_refill(unsigned cls, size_t n);      /* slow path of pop */
+void *ha_tcache_refill(uintptr_t key, size_t n);    /* slow path of pop (ha_tl_key) */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
-void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
+void ha_tcache_overflow(uintptr_t key);              /* slow path of push (ha_tl_key) */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);

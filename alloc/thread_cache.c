@@ -140,8 +140,9 @@ static void grow(ha_tcache *tc, unsigned cls)
 	}
 }
 
-void *ha_tcache_refill(unsigned cls, size_t n)
+void *ha_tcache_refill(uintptr_t key, size_t n)
 {
+	unsigned cls = ha_tl_key_class(key);
 	ha_tcache *tc = &ha_tc;
 	if (HA_UNLIKELY(cls == 0)) {         /* tables not built yet */
 		ha_ensure_init();
@@ -231,9 +232,11 @@ static void enforce_budget(ha_tcache *tc)
 		__atomic_store_n(&tc->node->cached_bytes, have, __ATOMIC_RELAXED);
 }
 
-void ha_tcache_overflow(ha_tlist *l, unsigned cls)
+void ha_tcache_overflow(uintptr_t key)
 {
+	unsigned cls = ha_tl_key_class(key);
 	ha_tcache *tc = &ha_tc;
+	ha_tlist *l = &tc->list[cls];
 	if (HA_UNLIKELY(tc->state == 0)) {
 		/* first call of this thread is a free: set the lists up */
 		ha_tcache_attach();
