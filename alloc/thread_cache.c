@@ -6,11 +6,16 @@
  *   refill    an empty list takes up to `max` objects (at most one batch)
  *             from the central cache;
  *   overflow  a list longer than its max gives one batch back;
- *   slow start  max starts at 1 and doubles on each refill or overflow up
- *             to 4 batches, so a thread that allocates little — above all
- *             one whose first allocation comes in the last round of TSD
- *             destructors, which never sees our destructor — strands at
- *             most a few objects;
+ *   slow start  max starts at 1; a class's first refill raises it to a
+ *             batch or 8 KiB of objects, whichever is less, and each
+ *             refill or overflow doubles it up to 4 batches (64 KiB), so a
+ *             thread that allocates little — above all one whose first
+ *             allocation comes in the last round of TSD destructors, which
+ *             never sees our destructor — strands at most 8 KiB a class;
+ *   growth    past that, a list that runs empty again grows by a batch,
+ *             up to 2048 objects or 256 KiB, while the cache's maxes stay
+ *             within its budget: bursts of hundreds of blocks of one class
+ *             then fit in the list;
  *   budget    when the whole cache holds more than its share of
  *             HA_TC_TOTAL (divided among live threads, between 64 KiB and
  *             4 MiB), checked on every refill and overflow, every list gives back half — so 64 threads keep about
@@ -112,12 +117,33 @@ uint64_t ha_tcache_cached(const ha_tcache *tc)
 }
 
 
-/* A list holds at most 4 batches and, past one batch, at most 64 KiB. */
+/* Slow start ends at 4 batches and, past one batch, at 64 KiB a list. */
 static inline uint32_t list_cap(unsigned cls)
 {
 	uint32_t b = ha_class_batch[cls], bytes = 65536 / ha_class_size[cls];
 	uint32_t cap = 4 * b < bytes ? 4 * b : bytes;
 	return cap > b ? cap : b;
+}
+
+/* A class's first refill takes this many at once, not 1, 2, 4 ... (a
+ * lock each): a batch, or 8 KiB of a large class, which a thread that
+ * allocates little may strand. */
+static inline uint32_t first_max(unsigned cls)
+{
+	uint32_t b = ha_class_batch[cls], k = 8192 / ha_class_size[cls];
+	return k < 1 ? 1 : k < b ? k : b;
+}
+
+/* Past list_cap, a list that keeps running empty (a program that frees in
+ * bursts of hundreds, then allocates them again) grows a batch per refill
+ * up to HA_TL_DYN objects or HA_TL_DYN_BYTES, while the maxes of the whole
+ * cache stay within its budget. */
+#define HA_TL_DYN 2048
+#define HA_TL_DYN_BYTES ((uint32_t)256 << 10)
+static inline uint32_t dyn_cap(unsigned cls)
+{
+	uint32_t k = HA_TL_DYN_BYTES / ha_class_size[cls];
+	return k < HA_TL_DYN ? k : HA_TL_DYN;
 }
 
 static void enforce_budget(ha_tcache *tc);
@@ -131,13 +157,34 @@ static inline void check_frees(ha_tcache *tc)
 }
 
 
+static void set_max(ha_tcache *tc, unsigned cls, uint32_t max)
+{
+	uint32_t old = tc->max[cls];
+	ha_tl_set_max(tc, cls, max);
+	tc->max_bytes += (uint64_t)max * ha_class_size[cls];
+	tc->max_bytes -= (uint64_t)old * ha_class_size[cls];
+}
+
+/* Slow start: double up to list_cap. */
 static void grow(ha_tcache *tc, unsigned cls)
 {
 	uint32_t cap = list_cap(cls), old = tc->max[cls];
-	if (old < cap) {
-		ha_tl_set_max(tc, cls, old * 2 < cap ? old * 2 : cap);
-		tc->max_bytes += (uint64_t)(tc->max[cls] - old) * ha_class_size[cls];
+	if (old < cap)
+		set_max(tc, cls, old * 2 < cap ? old * 2 : cap);
+}
+
+/* The list ran empty: slow start, then a batch more while the budget and
+ * dyn_cap allow. */
+static void grow_on_empty(ha_tcache *tc, unsigned cls)
+{
+	uint32_t old = tc->max[cls], b = ha_class_batch[cls];
+	if (old < list_cap(cls)) {
+		grow(tc, cls);
+		return;
 	}
+	if (old + b <= dyn_cap(cls) &&
+	    tc->max_bytes + (uint64_t)b * ha_class_size[cls] <= budget())
+		set_max(tc, cls, old + b);
 }
 
 void *ha_tcache_refill(uintptr_t key, size_t n)
@@ -158,8 +205,11 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 		return p;
 	}
 	unsigned want = 1;
-	if (tc->state == 1)
+	if (tc->state == 1) {
+		if (tc->max[cls] < first_max(cls))
+			set_max(tc, cls, first_max(cls));
 		want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : ha_class_batch[cls];
+	}
 	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
 	void *head;
 	int e = errno;   /* a success leaves the program's errno alone */
@@ -178,7 +228,7 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 	l->room -= (int32_t)(got - 1);
 	ha_books_net(tc, (int64_t)got * ha_class_size[cls]);
 	if (tc->state == 1) {
-		grow(tc, cls);
+		grow_on_empty(tc, cls);
 		enforce_budget(tc);
 		ha_books_sync(tc);
 		ha_books_publish(tc, 0);
