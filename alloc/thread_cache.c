@@ -6,12 +6,16 @@
  *   refill    an empty list takes up to `max` objects (at most one batch)
  *             from the central cache;
  *   overflow  a list longer than its max gives one batch back;
- *   slow start  max starts at 1; a class's first refill raises it to a
+ *   slow start  max starts at 0; a class's first refill raises it to a
  *             batch or 8 KiB of objects, whichever is less, and each
  *             refill or overflow doubles it up to 4 batches (64 KiB), so a
  *             thread that allocates little — above all one whose first
  *             allocation comes in the last round of TSD destructors, which
  *             never sees our destructor — strands at most 8 KiB a class;
+ *   first free  of a class the thread has not allocated from yet (max 0)
+ *             sends the block to its span and sets max to 1: a block of
+ *             another thread's, reused at once here, would share cache
+ *             lines with the blocks that thread writes;
  *   growth    past that, a list that runs empty again grows by a batch,
  *             up to 2048 objects or 256 KiB, while the cache's maxes stay
  *             within its budget: bursts of hundreds of blocks of one class
@@ -93,12 +97,10 @@ ha_tcache *ha_tcache_attach(void)
 	nd->live = 1;
 	__atomic_fetch_add(&live_threads, 1, __ATOMIC_RELAXED);
 	ha_unlock(&registry_lock);
+	/* max 0 until the class's first refill (or first free) */
 	tc->max_bytes = 0;
-	for (unsigned c = 1; c < HA_NCLASSES; c++) {
-		ha_tl_set_max(tc, c, 1);
+	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		tc->list[c].size = ha_class_size[c];
-		tc->max_bytes += ha_class_size[c];
-	}
 	tc->node = nd;
 	tc->state = 1;
 	pthread_setspecific(ha_thread_key, tc);
@@ -298,13 +300,23 @@ void ha_tcache_overflow(uintptr_t key)
 		return;
 	}
 	unsigned batch = ha_class_batch[cls];
-	if (tc->max[cls] < list_cap(cls)) {
-		grow(tc, cls);         /* slow start: keep more before giving back */
-		if (l->room >= 0)
-			return;
+	if (HA_UNLIKELY(tc->max[cls] == 0)) {
+		/* the first free of a class this thread has not allocated
+		 * from: another thread's block, which malloc here would hand
+		 * out next, to be written beside that thread's blocks (passive
+		 * false sharing).  It goes back to its span; the list then
+		 * starts its slow start. */
+		give_back(l, cls, ha_tl_len(tc, cls), 1);
+		set_max(tc, cls, 1);
+	} else {
+		if (tc->max[cls] < list_cap(cls)) {
+			grow(tc, cls);         /* slow start: keep more before giving back */
+			if (l->room >= 0)
+				return;
+		}
+		uint32_t len = ha_tl_len(tc, cls);
+		give_back(l, cls, len < batch ? len : batch, 0);
 	}
-	uint32_t len = ha_tl_len(tc, cls);
-	give_back(l, cls, len < batch ? len : batch, 0);
 	enforce_budget(tc);
 	ha_books_sync(tc);
 	ha_books_publish(tc, 0);
