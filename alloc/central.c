@@ -36,7 +36,7 @@
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
 #define SPAN_DECAY_MS 1000
 
-#define TRANSFER_SLOTS 16
+#define TRANSFER_SLOTS 64
 /* Empty spans a class keeps before handing them to the pool: refilling
  * from a kept span costs no page-map update. */
 #define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
