@@ -9,10 +9,11 @@
  *   lock, no atomic, no call: the class's list from one table, the
  *   countdown charged the class size (one subtract from memory and a
  *   branch), a pop from this thread's list, all %fs-relative (HA_SEG).
- * free(p), p a small block: 29 instructions: the page map (two dependent
- *   loads, no branch for a missing leaf) names p's span, one multiply
- *   checks that p is a block's start, a compare against the list head (a
- *   block freed twice in a row), a push onto the list the span names.
+ * free(p), p a small block: 27 instructions: the page map (two dependent
+ *   loads and an add, no branch: a page without a span reads a span no
+ *   pointer is a plain block of) names p's span, one multiply checks that
+ *   p is a block's start, a compare against the list head (a block freed
+ *   twice in a row), a push onto the list the span names.
  *
  * Everything else goes to noinline slow paths: an empty or full list
  * (thread_cache.c), a countdown that ran out (a sample, a threshold check,
@@ -307,29 +308,31 @@ static HA_NOINLINE void free_big(void *p)
 		ha_arena_large_free(p);
 }
 
-/* free of a small block that is not a plain block start (a compat block,
- * a sample, a block of a marked span), or of an invalid pointer: the fast
- * path's page-map lookup takes p modulo 2^48. */
-static HA_NOINLINE void free_odd_small(ha_span *s, void *p)
+/* free of a pointer that is not a plain block start: a big block or NULL
+ * (their pages have no span), a compat block, a sample, a block of a
+ * marked span, or an invalid pointer (the fast path's page-map lookup
+ * takes p modulo 2^48). */
+static HA_NOINLINE void free_odd(ha_span *s, void *p)
 {
+	if (s == &ha_pm.nospan) {
+		free_big(p);
+		return;
+	}
 	if (HA_UNLIKELY((uintptr_t)p >> 48))
 		ha_fatal("free(): invalid pointer", p);
 	ha_compat_free_small(s, p);
 }
 
-/* free of p, small or not. */
+/* free of p, small or not: a big block, NULL and an invalid pointer take
+ * the odd path, as their page has no span (ha_pm.nospan). */
 static inline void free_fast(void *p)
 {
 	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
-	if (HA_LIKELY(s != NULL)) {
-		if (HA_UNLIKELY(!ha_plain_start(s, p))) {
-			free_odd_small(s, p);
-			return;
-		}
-		ha_push_at(s->tl_key, p);
+	if (HA_UNLIKELY(!ha_plain_start(s, p))) {
+		free_odd(s, p);
 		return;
 	}
-	free_big(p);
+	ha_push_at(s->tl_key, p);
 }
 
 void *ha_alloc(size_t n)

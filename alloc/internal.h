@@ -155,28 +155,36 @@ typedef struct ha_span {
 #define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
 #define HA_PM_LEAF_MASK ((1u << HA_PM_LEAF_BITS) - 1)
 /* A root entry is its leaf's distance from `none`, in entries: 0 (all of
- * the BSS root at first) is `none`, a leaf of NULLs that is never written,
- * so a lookup follows two loads and no branch. */
+ * the BSS root at first) is `none`, a leaf that is never written.  A leaf
+ * entry is its span's distance in bytes from `nospan`, a span of zeros
+ * (magic 0: no pointer is a plain block of it): 0 is no span.  So free's
+ * lookup is two loads and an add with no branch, and a page without a
+ * span fails the plain-block check like any odd pointer. */
 typedef struct ha_pagemap {
-	ha_span *none[1u << HA_PM_LEAF_BITS];
+	ha_span nospan;
+	uintptr_t none[1u << HA_PM_LEAF_BITS];
 	intptr_t root[1u << HA_PM_ROOT_BITS];
 } ha_pagemap;
 extern ha_pagemap ha_pm;
 
-/* The span of page pg; pg < 2^36 or it is taken modulo 2^36. */
+/* The span of page pg, &ha_pm.nospan for none; pg < 2^36 or it is taken
+ * modulo 2^36. */
 static inline ha_span *ha_pagemap_at(uintptr_t pg)
 {
 	intptr_t i = ha_pm.root[(pg >> HA_PM_LEAF_BITS) & ((1u << HA_PM_ROOT_BITS) - 1)] +
 		     (intptr_t)(pg & HA_PM_LEAF_MASK);
-	return *(ha_span **)((uintptr_t)ha_pm.none + (uintptr_t)i * sizeof(ha_span *));
+	uintptr_t e = *(uintptr_t *)((uintptr_t)ha_pm.none + (uintptr_t)i * sizeof(uintptr_t));
+	return (ha_span *)((uintptr_t)&ha_pm.nospan + e);
 }
 
+/* The span of p, or NULL. */
 static inline ha_span *ha_pagemap_get(const void *p)
 {
 	uintptr_t pg = (uintptr_t)p >> HA_PAGE_SHIFT;
 	if (HA_UNLIKELY(pg >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS)))
 		return NULL;
-	return ha_pagemap_at(pg);
+	ha_span *s = ha_pagemap_at(pg);
+	return s != &ha_pm.nospan ? s : NULL;
 }
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 void ha_pagemap_prefork(void);

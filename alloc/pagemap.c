@@ -4,9 +4,10 @@
  * root (32 MiB of BSS, one touched page per 32 GiB in use) of 2^14-entry
  * leaves (128 KiB each, from meta.c, one per 64 MiB of address space that
  * holds spans).  A root entry is its leaf's distance from ha_pm.none, a
- * leaf of NULLs that is never written (reads of it find the zero page):
- * an address without a leaf reads NULL from it, so free's lookup has no
- * branch for a missing leaf.  Leaves are never freed (readers take no
+ * leaf of zeros that is never written (reads of it find the zero page),
+ * and a leaf entry its span's distance from ha_pm.nospan, a span of zeros
+ * that no pointer is a plain block of: a page without a span, or without
+ * a leaf, reads 0 and so nospan, and free's lookup needs no branch.  Leaves are never freed (readers take no
  * lock), so they are kept small: as mimalloc's mappings drift over a long
  * run, each new 64 MiB region costs 128 KiB, not 2 MiB.
  * Readers never lock: a leaf, once published, stays; entries are written
@@ -20,12 +21,12 @@
 ha_pagemap ha_pm;
 static pthread_mutex_t leaf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static ha_span **leaf_at(intptr_t off)
+static uintptr_t *leaf_at(intptr_t off)
 {
-	return (ha_span **)((uintptr_t)ha_pm.none + (uintptr_t)off * sizeof(ha_span *));
+	return (uintptr_t *)((uintptr_t)ha_pm.none + (uintptr_t)off * sizeof(uintptr_t));
 }
 
-static ha_span **leaf_for(uintptr_t pg)
+static uintptr_t *leaf_for(uintptr_t pg)
 {
 	size_t r = pg >> HA_PM_LEAF_BITS;
 	intptr_t off = __atomic_load_n(&ha_pm.root[r], __ATOMIC_ACQUIRE);
@@ -34,11 +35,11 @@ static ha_span **leaf_for(uintptr_t pg)
 	ha_lock(&leaf_lock);
 	off = ha_pm.root[r];
 	if (!off) {
-		ha_span **leaf = ha_meta_alloc(sizeof(ha_span *) << HA_PM_LEAF_BITS);
+		uintptr_t *leaf = ha_meta_alloc(sizeof(uintptr_t) << HA_PM_LEAF_BITS);
 		if (leaf) {
-			/* leaves are pointer-aligned: the distance is whole entries */
+			/* leaves are word-aligned: the distance is whole entries */
 			off = (intptr_t)((uintptr_t)leaf - (uintptr_t)ha_pm.none) /
-			      (intptr_t)sizeof(ha_span *);
+			      (intptr_t)sizeof(uintptr_t);
 			__atomic_store_n(&ha_pm.root[r], off, __ATOMIC_RELEASE);
 		}
 	}
@@ -52,10 +53,11 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 	if (end >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS))
 		return ENOMEM;
 	for (; pg <= end; pg++) {
-		ha_span **leaf = leaf_for(pg);
+		uintptr_t *leaf = leaf_for(pg);
 		if (!leaf)
 			return ENOMEM;
-		__atomic_store_n(&leaf[pg & HA_PM_LEAF_MASK], s, __ATOMIC_RELEASE);
+		__atomic_store_n(&leaf[pg & HA_PM_LEAF_MASK],
+				 s ? (uintptr_t)s - (uintptr_t)&ha_pm.nospan : 0, __ATOMIC_RELEASE);
 	}
 	return 0;
 }
