@@ -9,11 +9,12 @@
  *   lock, no atomic, no call: the class's list from one table, the
  *   countdown charged the class size (one subtract from memory and a
  *   branch), a pop from this thread's list, all %fs-relative (HA_SEG).
- * free(p), p a small block: 27 instructions: the page map (two dependent
+ * free(p), p a small block: 26 instructions: the page map (two dependent
  *   loads and an add, no branch: a page without a span reads a span no
- *   pointer is a plain block of) names p's span, one multiply checks that
- *   p is a block's start, a compare against the list head (a block freed
- *   twice in a row), a push onto the list the span names.
+ *   pointer is a plain block of) names p's span, a multiply, a rotate
+ *   and a compare check that p is a block's start, a compare against the
+ *   list head (a block freed twice in a row), a push onto the list the
+ *   span names.
  *
  * Everything else goes to noinline slow paths: an empty or full list
  * (thread_cache.c), a countdown that ran out (a sample, a threshold check,

@@ -46,15 +46,16 @@ static inline void ha_push_checked(unsigned cls, void *p)
 
 /* Is p the start of one of span s's blocks (a plain block) that free may
  * push without a look?  Never in a span marked by ha_span_mark_recorded.
- * One 64x64->128 multiply by s->magic: its low word says whether the size
- * divides p's offset, its high word is the block's index (exact for an
- * offset below 2^32; a larger one, p not really in s, gives an index past
- * plain_max). */
+ * With size = odd << ror and inv = odd^-1 mod 2^64, q = (off * inv)
+ * rotated right by ror is off / size when size divides off, and above
+ * 2^64 / size when it does not (Hacker's Delight, 10-17: exact for every
+ * 64-bit off), so one compare against plain_max (<= the span's objects)
+ * checks both. */
 static inline int ha_plain_start(const ha_span *s, const void *p)
 {
-	uint64_t off = (uintptr_t)p - s->base;
-	unsigned __int128 m = (unsigned __int128)off * s->magic;
-	return (uint64_t)m < s->magic && (uint64_t)(m >> 64) < s->plain_max;
+	uint64_t q = ((uintptr_t)p - s->base) * s->inv;
+	q = (q >> s->ror) | (q << (-s->ror & 63));
+	return q < s->plain_max;
 }
 
 /* p (a small block) was recorded in place: from now on every free in its

@@ -110,6 +110,9 @@ extern uint32_t ha_class_size[HA_NCLASSES];
 extern uint32_t ha_class_batch[HA_NCLASSES];   /* objects moved per transfer */
 extern uint32_t ha_class_span_bytes[HA_NCLASSES];
 extern uint64_t ha_class_magic[HA_NCLASSES];   /* ceil(2^64 / size) */
+/* size = odd << ror: ha_class_inv is odd's inverse mod 2^64 */
+extern uint64_t ha_class_inv[HA_NCLASSES];
+extern uint32_t ha_class_ror[HA_NCLASSES];
 void ha_size_class_init(void);
 
 static inline unsigned ha_size_to_class(size_t n)
@@ -129,14 +132,17 @@ void ha_meta_postfork(int child);
 
 /* ---- span (central.c owns the lists; arena.c the memory) --------------- */
 typedef struct ha_span {
-	/* free's fast path reads the first 32 bytes only */
+	/* free's fast path reads the first 36 bytes only (records are
+	 * 64-aligned: one cache line) */
 	uintptr_t base;          /* first object */
-	uint64_t magic;          /* ha_class_magic[cls]: ha_plain_start */
+	uint64_t inv;            /* ha_class_inv[cls]: ha_plain_start */
 	uint64_t plain_max;      /* objects free's fast path accepts: nobj, or 0
 				  * once it may hold a block recorded in place
 				  * (every free in it then goes slow) */
 	uintptr_t tl_key;        /* ha_tl_key(cls) */
+	uint32_t ror;            /* ha_class_ror[cls] */
 	uint32_t cls;
+	uint64_t magic;          /* ha_class_magic[cls]: ha_block_of */
 	uint32_t nobj;           /* objects the span holds */
 	uint32_t size;           /* ha_class_size[cls] */
 	uint32_t nfree;          /* objects on span->freelist */

@@ -32,6 +32,8 @@ uint32_t ha_class_size[HA_NCLASSES];
 uint32_t ha_class_batch[HA_NCLASSES];
 uint32_t ha_class_span_bytes[HA_NCLASSES];
 uint64_t ha_class_magic[HA_NCLASSES];
+uint64_t ha_class_inv[HA_NCLASSES];
+uint32_t ha_class_ror[HA_NCLASSES];
 
 static unsigned fill_sizes(void)
 {
@@ -90,5 +92,13 @@ void ha_size_class_init(void)
 		 * (Lemire, Kaser, Kurz, "Faster remainder by direct
 		 * computation", 2019: exact for 64 >= 32 + log2 s) */
 		ha_class_magic[c] = UINT64_MAX / s + 1;
+		/* the odd part's inverse: Newton's x *= 2 - odd * x doubles
+		 * the correct low bits, 3 (x = odd) -> 6 -> ... -> 96 */
+		uint32_t r = (uint32_t)__builtin_ctz(s);
+		uint64_t odd = s >> r, x = odd;
+		for (int i = 0; i < 5; i++)
+			x *= 2 - odd * x;
+		ha_class_inv[c] = x;
+		ha_class_ror[c] = r;
 	}
 }
