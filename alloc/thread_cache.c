@@ -262,11 +262,11 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
  * list (and lowers their max) until it is under.  Every list holds at most
  * its max at a slow path, so while the maxes add up to no more than the
  * budget the count (a pass over every class) is skipped — but for every
- * 16th call, which keeps node->cached_bytes (statistics) fresh. */
+ * 64th call, which keeps node->cached_bytes (statistics) fresh. */
 static void enforce_budget(ha_tcache *tc)
 {
 	uint64_t b = budget(), have;
-	if (tc->max_bytes <= b && (++tc->budget_skips & 15))
+	if (tc->max_bytes <= b && (++tc->budget_skips & 63))
 		return;
 	while ((have = ha_tcache_cached(tc)) > b) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
