@@ -15,9 +15,10 @@
  *             replaced) hands few back to their spans one by one (taking
  *             a whole batch at once measured 7-10% slower on larson);
  *   first free  of a class the thread has not allocated from yet (max 0)
- *             sends the block to its span and sets max to 1: a block of
- *             another thread's, reused at once here, would share cache
- *             lines with the blocks that thread writes;
+ *             sends the block to its span and sets max to 4, so that the
+ *             first refill leaves it last: a block of another thread's,
+ *             reused at once here, would share cache lines with the blocks
+ *             that thread writes;
  *   growth    past that, a list that runs empty again grows by a batch,
  *             up to 2048 objects or 256 KiB, while the cache's maxes stay
  *             within its budget: bursts of hundreds of blocks of one class
@@ -297,10 +298,11 @@ void ha_tcache_overflow(uintptr_t key)
 		/* the first free of a class this thread has not allocated
 		 * from: another thread's block, which malloc here would hand
 		 * out next, to be written beside that thread's blocks (passive
-		 * false sharing).  It goes back to its span; the list then
-		 * starts its slow start. */
+		 * false sharing).  It goes back to its span, and the first
+		 * refill takes a few more: the block, first on its span's
+		 * free list, ends up last in this list. */
 		give_back(l, cls, ha_tl_len(tc, cls), 1);
-		set_max(tc, cls, 1);
+		set_max(tc, cls, ha_class_batch[cls] < 4 ? ha_class_batch[cls] : 4);
 	} else {
 		if (tc->max[cls] < list_cap(cls)) {
 			grow(tc, cls);         /* slow start: keep more before giving back */
