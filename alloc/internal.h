@@ -283,7 +283,6 @@ typedef struct ha_tnode {
 	uint64_t req_alloc_bytes, req_free_bytes;
 } __attribute__((aligned(64))) ha_tnode;  /* own cache line */
 
-
 typedef struct ha_tcache {
 	ha_tlist list[HA_NCLASSES];
 	/* The countdown: every allocation subtracts the bytes it is charged
@@ -315,17 +314,19 @@ static inline void ha_tl_set_max(ha_tcache *tc, unsigned c, uint32_t max)
 	tc->max[c] = max;
 }
 
-#ifndef __cplusplus   /* a list's key is its offset: list[] first, 16 bytes an entry */
-_Static_assert(offsetof(ha_tcache, list) == 0 && sizeof(ha_tlist) == (1u << HA_TL_SHIFT),
-	       "ha_tlist layout");
-#endif
 extern HA_TLS ha_tcache ha_tc;
 
 /* This thread's cache, addressed through the thread pointer: on x86-64
  * its offset from %fs (one load from the GOT, the same in every thread)
  * and %fs-relative operands, not &ha_tc, which costs a read of %fs:0 and
- * an add before every use.  HA_SEG marks such a pointer. */
-#if defined(__x86_64__) && defined(__SEG_FS) && defined(__PIC__) && !defined(__cplusplus)
+ * an add before every use.  HA_SEG marks such a pointer.  C only: the C++
+ * operators call ha_alloc and ha_free, and every key (below) must be made
+ * the same way in one library. */
+#ifndef __cplusplus
+/* a list's key is its offset: list[] first, 16 bytes an entry */
+_Static_assert(offsetof(ha_tcache, list) == 0 && sizeof(ha_tlist) == (1u << HA_TL_SHIFT),
+	       "ha_tlist layout");
+#if defined(__x86_64__) && defined(__SEG_FS) && defined(__PIC__)
 #define HA_SEG __seg_fs
 #define HA_SEG_ON 1
 static inline ha_tcache HA_SEG *ha_tc_seg(void)
@@ -349,7 +350,11 @@ static inline ha_tcache *ha_tc_seg(void)
  * key, so free reaches the list with no table and no add. */
 static inline uintptr_t ha_tl_key(unsigned cls)
 {
-	return (uintptr_t)ha_tc_seg() * (HA_SEG_ON) + ((uintptr_t)cls << HA_TL_SHIFT);
+#if HA_SEG_ON
+	return (uintptr_t)ha_tc_seg() + ((uintptr_t)cls << HA_TL_SHIFT);
+#else
+	return (uintptr_t)cls << HA_TL_SHIFT;
+#endif
 }
 
 static inline ha_tlist HA_SEG *ha_tl_of_key(uintptr_t key)
@@ -365,6 +370,7 @@ static inline unsigned ha_tl_key_class(uintptr_t key)
 {
 	return (unsigned)((key - ha_tl_key(0)) / sizeof(ha_tlist));
 }
+#endif /* !__cplusplus */
 
 /* Read by the slow paths, written only when profiling starts or stops: one
  * cache line of its own, never shared with a counter that threads write. */
