@@ -21,8 +21,8 @@
  *             that thread writes;
  *   growth    past that, a list that runs empty again grows by a batch,
  *             up to 2048 objects or 256 KiB, while the cache's maxes stay
- *             within its budget: bursts of hundreds of blocks of one class
- *             then fit in the list;
+ *             within half its budget: bursts of hundreds of blocks of one
+ *             class then fit in the list;
  *   budget    when the whole cache holds more than its share of
  *             HA_TC_TOTAL (divided among live threads, between 64 KiB and
  *             4 MiB), checked on every refill and overflow, every list gives back half — so 64 threads keep about
@@ -133,7 +133,7 @@ static inline uint32_t list_cap(unsigned cls)
 /* Past list_cap, a list that keeps running empty (a program that frees in
  * bursts of hundreds, then allocates them again) grows a batch per refill
  * up to HA_TL_DYN objects or HA_TL_DYN_BYTES, while the maxes of the whole
- * cache stay within its budget. */
+ * cache stay within half its budget (what they hold pins spans). */
 #define HA_TL_DYN 2048
 #define HA_TL_DYN_BYTES ((uint32_t)256 << 10)
 static inline uint32_t dyn_cap(unsigned cls)
@@ -179,7 +179,7 @@ static void grow_on_empty(ha_tcache *tc, unsigned cls)
 		return;
 	}
 	if (old + b <= dyn_cap(cls) &&
-	    tc->max_bytes + (uint64_t)b * ha_class_size[cls] <= budget())
+	    tc->max_bytes + (uint64_t)b * ha_class_size[cls] <= budget() / 2)
 		set_max(tc, cls, old + b);
 }
 
