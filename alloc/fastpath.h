@@ -6,39 +6,56 @@
 #include "alloc/internal.h"
 #include <string.h>
 
-/* Pop a block of class cls from this thread's list (refill when empty). */
-static inline void *ha_small_pop(unsigned cls, size_t n)
+/* Pop a block from this thread's list named by key (ha_tl_key; refill
+ * when empty). */
+static inline void *ha_pop_at(uintptr_t key, size_t n)
 {
-	ha_tlist *l = &ha_tc.list[cls];
+	ha_tlist HA_SEG *l = ha_tl_of_key(key);
 	void *p = l->head;
 	if (HA_LIKELY(p)) {
 		l->head = *(void **)p;
 		l->room++;
 		return p;
 	}
-	return ha_tcache_refill(cls, n);
+	return ha_tcache_refill(key, n);
 }
 
-/* Push a block onto this thread's list; the same block twice in a row is a
- * double free. */
-static inline void ha_push_checked(unsigned cls, void *p)
+static inline void *ha_small_pop(unsigned cls, size_t n)
 {
-	ha_tlist *l = &ha_tc.list[cls];
-	if (HA_UNLIKELY(l->head == p))
+	return ha_pop_at(ha_tl_key(cls), n);
+}
+
+/* Push a block onto this thread's list named by key (ha_tl_key); the same
+ * block twice in a row is a double free. */
+static inline void ha_push_at(uintptr_t key, void *p)
+{
+	ha_tlist HA_SEG *l = ha_tl_of_key(key);
+	void *h = l->head;
+	if (HA_UNLIKELY(h == p))
 		ha_fatal("free(): double free detected", p);
-	*(void **)p = l->head;
+	*(void **)p = h;
 	l->head = p;
 	if (HA_UNLIKELY(--l->room < 0))
-		ha_tcache_overflow(l, cls);
+		ha_tcache_overflow(key);
+}
+
+static inline void ha_push_checked(unsigned cls, void *p)
+{
+	ha_push_at(ha_tl_key(cls), p);
 }
 
 /* Is p the start of one of span s's blocks (a plain block) that free may
- * push without a look?  Never in a span marked by ha_span_mark_recorded. */
+ * push without a look?  Never in a span marked by ha_span_mark_recorded.
+ * With size = odd << ror and inv = odd^-1 mod 2^64, q = (off * inv)
+ * rotated right by ror is off / size when size divides off, and above
+ * 2^64 / size when it does not (Hacker's Delight, 10-17: exact for every
+ * 64-bit off), so one compare against plain_max (<= the span's objects)
+ * checks both. */
 static inline int ha_plain_start(const ha_span *s, const void *p)
 {
-	uintptr_t off = (uintptr_t)p - s->base;
-	uint32_t idx = (uint32_t)(((uint64_t)off * s->recip) >> 32);
-	return (uintptr_t)idx * s->size == off && idx < s->plain_max;
+	uint64_t q = ((uintptr_t)p - s->base) * s->inv;
+	q = (q >> s->ror) | (q << (-s->ror & 63));
+	return q < s->plain_max;
 }
 
 /* p (a small block) was recorded in place: from now on every free in its
@@ -65,6 +82,18 @@ static inline int ha_countdown_take(int64_t *c, int64_t n)
 #endif
 }
 
+/* ha_countdown_take on this thread's cache through HA_SEG. */
+static inline int ha_countdown_take_seg(int64_t HA_SEG *c, int64_t n)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	int more;
+	__asm__("subq %2, %0" : "+m"(*c), "=@ccg"(more) : "er"(n));
+	return more;
+#else
+	return (*c -= n) > 0;
+#endif
+}
+
 /* Owner-only counters, read racily by other threads: one read-modify-write
  * instruction without a lock prefix (a reader sees the old or the new value
  * of an aligned 8-byte word), elsewhere a relaxed store of the sum. */
@@ -81,11 +110,11 @@ static inline void ha_counter_add(uint64_t *c, uint64_t v)
  * it.  Aborts if p is outside the span's blocks. */
 static inline uintptr_t ha_block_of(const ha_span *s, const void *p, char **bp)
 {
-	uintptr_t off = (uintptr_t)p - s->base;
-	uint32_t idx = (uint32_t)(((uint64_t)off * s->recip) >> 32);
+	uint64_t off = (uintptr_t)p - s->base;
+	uint64_t idx = (uint64_t)(((unsigned __int128)off * s->magic) >> 64);
 	if (HA_UNLIKELY(idx >= s->nobj))
 		ha_fatal("free(): invalid pointer (not the start of a block)", p);
-	uintptr_t rem = off - (uintptr_t)idx * s->size;
+	uintptr_t rem = off - idx * s->size;
 	*bp = (char *)p - rem;
 	return rem;
 }

@@ -68,17 +68,25 @@
 #define HA_LARGE_HDR 16           /* header before every large block */
 
 /* ---- size_class.c ---------------------------------------------------- */
-extern uint8_t ha_class_lo[1024 / 8 + 1];     /* (n+7)>>3      for n <= 1024  */
-extern uint8_t ha_class_hi[32768 / 128 + 1];  /* (n+127)>>7    for n <= 32768 */
+/* Every class size is a multiple of 16, so one table indexed by
+ * (n + 15) / 16 is exact: no branch on the size's range in malloc.  It
+ * holds cls * 16, the offset of the class's list in a thread cache
+ * (ha_tlist is 16 bytes), which malloc uses as is; 4 KiB, its first three
+ * lines cover n <= 1 KiB. */
+#define HA_TL_SHIFT 4
+extern uint16_t ha_class_tab[HA_SMALL_MAX / 16 + 1];
 extern uint32_t ha_class_size[HA_NCLASSES];
 extern uint32_t ha_class_batch[HA_NCLASSES];   /* objects moved per transfer */
 extern uint32_t ha_class_span_bytes[HA_NCLASSES];
-extern uint32_t ha_class_recip[HA_NCLASSES];   /* ceil(2^32 / size) */
+extern uint64_t ha_class_magic[HA_NCLASSES];   /* ceil(2^64 / size) */
+/* size = odd << ror: ha_class_inv is odd's inverse mod 2^64 */
+extern uint64_t ha_class_inv[HA_NCLASSES];
+extern uint32_t ha_class_ror[HA_NCLASSES];
 void ha_size_class_init(void);
 
 static inline unsigned ha_size_to_class(size_t n)
 {
-	return n <= 1024 ? ha_class_lo[(n + 7) >> 3] : ha_class_hi[(n + 127) >> 7];
+	return ha_class_tab[(n + 15) >> 4] >> HA_TL_SHIFT;
 }
 /* The class of max(n, 1) + 16 for n <= HA_HDR_LO_MAX, in one load: a
  * profiled block's request plus its header (alloc/entry.c). */
@@ -93,14 +101,19 @@ void ha_meta_postfork(int child);
 
 /* ---- span (central.c owns the lists; arena.c the memory) --------------- */
 typedef struct ha_span {
+	/* free's fast path reads the first 36 bytes only (records are
+	 * 64-aligned: one cache line) */
 	uintptr_t base;          /* first object */
-	uint32_t cls;
-	uint32_t nobj;           /* objects the span holds */
-	uint32_t size;           /* ha_class_size[cls], ha_class_recip[cls]: */
-	uint32_t recip;          /* free finds p's object without the tables */
-	uint32_t plain_max;      /* objects free's fast path accepts: nobj, or 0
+	uint64_t inv;            /* ha_class_inv[cls]: ha_plain_start */
+	uint64_t plain_max;      /* objects free's fast path accepts: nobj, or 0
 				  * once it may hold a block recorded in place
 				  * (every free in it then goes slow) */
+	uintptr_t tl_key;        /* ha_tl_key(cls) */
+	uint32_t ror;            /* ha_class_ror[cls] */
+	uint32_t cls;
+	uint64_t magic;          /* ha_class_magic[cls]: ha_block_of */
+	uint32_t nobj;           /* objects the span holds */
+	uint32_t size;           /* ha_class_size[cls] */
 	uint32_t nfree;          /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
@@ -115,15 +128,38 @@ typedef struct ha_span {
 /* ---- pagemap.c ---------------------------------------------------------- */
 #define HA_PM_LEAF_BITS 14   /* a leaf (128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
 #define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
-extern ha_span **ha_pagemap_root[1u << HA_PM_ROOT_BITS];
+#define HA_PM_LEAF_MASK ((1u << HA_PM_LEAF_BITS) - 1)
+/* A root entry is its leaf's distance from `none`, in entries: 0 (all of
+ * the BSS root at first) is `none`, a leaf that is never written.  A leaf
+ * entry is its span's distance in bytes from `nospan`, a span of zeros
+ * (magic 0: no pointer is a plain block of it): 0 is no span.  So free's
+ * lookup is two loads and an add with no branch, and a page without a
+ * span fails the plain-block check like any odd pointer. */
+typedef struct ha_pagemap {
+	ha_span nospan;
+	uintptr_t none[1u << HA_PM_LEAF_BITS];
+	intptr_t root[1u << HA_PM_ROOT_BITS];
+} ha_pagemap;
+extern ha_pagemap ha_pm;
 
+/* The span of page pg, &ha_pm.nospan for none; pg < 2^36 or it is taken
+ * modulo 2^36. */
+static inline ha_span *ha_pagemap_at(uintptr_t pg)
+{
+	intptr_t i = ha_pm.root[(pg >> HA_PM_LEAF_BITS) & ((1u << HA_PM_ROOT_BITS) - 1)] +
+		     (intptr_t)(pg & HA_PM_LEAF_MASK);
+	uintptr_t e = *(uintptr_t *)((uintptr_t)ha_pm.none + (uintptr_t)i * sizeof(uintptr_t));
+	return (ha_span *)((uintptr_t)&ha_pm.nospan + e);
+}
+
+/* The span of p, or NULL. */
 static inline ha_span *ha_pagemap_get(const void *p)
 {
 	uintptr_t pg = (uintptr_t)p >> HA_PAGE_SHIFT;
 	if (HA_UNLIKELY(pg >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS)))
 		return NULL;
-	ha_span **leaf = ha_pagemap_root[pg >> HA_PM_LEAF_BITS];
-	return leaf ? leaf[pg & ((1u << HA_PM_LEAF_BITS) - 1)] : NULL;
+	ha_span *s = ha_pagemap_at(pg);
+	return s != &ha_pm.nospan ? s : NULL;
 }
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 void ha_pagemap_prefork(void);
@@ -272,6 +308,63 @@ static inline void ha_tl_set_max(ha_tcache *tc, unsigned c, uint32_t max)
 }
 
 extern HA_TLS ha_tcache ha_tc;
+
+/* This thread's cache, addressed through the thread pointer: on x86-64
+ * its offset from %fs (one load from the GOT, the same in every thread)
+ * and %fs-relative operands, not &ha_tc, which costs a read of %fs:0 and
+ * an add before every use.  HA_SEG marks such a pointer.  C only: the C++
+ * operators call ha_alloc and ha_free, and every key (below) must be made
+ * the same way in one library. */
+#ifndef __cplusplus
+/* a list's key is its offset: list[] first, 16 bytes an entry */
+_Static_assert(offsetof(ha_tcache, list) == 0 && sizeof(ha_tlist) == (1u << HA_TL_SHIFT),
+	       "ha_tlist layout");
+#if defined(__x86_64__) && defined(__SEG_FS) && defined(__PIC__)
+#define HA_SEG __seg_fs
+#define HA_SEG_ON 1
+static inline ha_tcache HA_SEG *ha_tc_seg(void)
+{
+	uintptr_t off;
+	__asm__("movq ha_tc@gottpoff(%%rip), %0" : "=r"(off));
+	return (ha_tcache HA_SEG *)off;
+}
+#else
+#define HA_SEG
+#define HA_SEG_ON 0
+static inline ha_tcache *ha_tc_seg(void)
+{
+	return &ha_tc;
+}
+#endif
+
+/* A key for this thread's list of class cls that names the same list in
+ * every thread: with HA_SEG its offset from the thread pointer (constant:
+ * initial-exec TLS), else its offset in ha_tc.  Spans keep their class's
+ * key, so free reaches the list with no table and no add. */
+static inline uintptr_t ha_tl_key(unsigned cls)
+{
+#if HA_SEG_ON
+	return (uintptr_t)ha_tc_seg() + ((uintptr_t)cls << HA_TL_SHIFT);
+#else
+	return (uintptr_t)cls << HA_TL_SHIFT;
+#endif
+}
+
+static inline ha_tlist HA_SEG *ha_tl_of_key(uintptr_t key)
+{
+#if HA_SEG_ON
+	return (ha_tlist HA_SEG *)key;
+#else
+	return (ha_tlist *)((char *)&ha_tc + key);
+#endif
+}
+
+static inline unsigned ha_tl_key_class(uintptr_t key)
+{
+	return (unsigned)((key - ha_tl_key(0)) / sizeof(ha_tlist));
+}
+#endif /* !__cplusplus */
+
 /* Read by the slow paths, written only when profiling starts or stops: one
  * cache line of its own, never shared with a counter that threads write. */
 typedef struct ha_hot {
@@ -293,9 +386,9 @@ typedef struct ha_counter {
 	uint64_t v;
 } __attribute__((aligned(64))) ha_counter;
 
-void *ha_tcache_refill(unsigned cls, size_t n);      /* slow path of pop */
+void *ha_tcache_refill(uintptr_t key, size_t n);    /* slow path of pop (ha_tl_key) */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
-void ha_tcache_overflow(ha_tlist *l, unsigned cls);  /* slow path of push */
+void ha_tcache_overflow(uintptr_t key);              /* slow path of push (ha_tl_key) */
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);

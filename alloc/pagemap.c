@@ -3,9 +3,13 @@
  * Two levels over the 48-bit address space with 4 KiB pages: a 2^22-entry
  * root (32 MiB of BSS, one touched page per 32 GiB in use) of 2^14-entry
  * leaves (128 KiB each, from meta.c, one per 64 MiB of address space that
- * holds spans).  Leaves are never freed (readers take no lock), so they are
- * kept small: as mimalloc's mappings drift over a long run, each new 64 MiB
- * region costs 128 KiB, not 2 MiB.
+ * holds spans).  A root entry is its leaf's distance from ha_pm.none, a
+ * leaf of zeros that is never written (reads of it find the zero page),
+ * and a leaf entry its span's distance from ha_pm.nospan, a span of zeros
+ * that no pointer is a plain block of: a page without a span, or without
+ * a leaf, reads 0 and so nospan, and free's lookup needs no branch.  Leaves are never freed (readers take no
+ * lock), so they are kept small: as mimalloc's mappings drift over a long
+ * run, each new 64 MiB region costs 128 KiB, not 2 MiB.
  * Readers never lock: a leaf, once published, stays; entries are written
  * before the span's objects are handed out and cleared only after every
  * object of the span is back.  Large blocks from mimalloc have no entry
@@ -14,24 +18,33 @@
 #include "alloc/internal.h"
 #include <errno.h>
 
-ha_span **ha_pagemap_root[1u << HA_PM_ROOT_BITS];
+ha_pagemap ha_pm;
 static pthread_mutex_t leaf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static ha_span **leaf_for(uintptr_t pg)
+static uintptr_t *leaf_at(intptr_t off)
+{
+	return (uintptr_t *)((uintptr_t)ha_pm.none + (uintptr_t)off * sizeof(uintptr_t));
+}
+
+static uintptr_t *leaf_for(uintptr_t pg)
 {
 	size_t r = pg >> HA_PM_LEAF_BITS;
-	ha_span **leaf = __atomic_load_n(&ha_pagemap_root[r], __ATOMIC_ACQUIRE);
-	if (leaf)
-		return leaf;
+	intptr_t off = __atomic_load_n(&ha_pm.root[r], __ATOMIC_ACQUIRE);
+	if (off)
+		return leaf_at(off);
 	ha_lock(&leaf_lock);
-	leaf = ha_pagemap_root[r];
-	if (!leaf) {
-		leaf = ha_meta_alloc(sizeof(ha_span *) << HA_PM_LEAF_BITS);
-		if (leaf)
-			__atomic_store_n(&ha_pagemap_root[r], leaf, __ATOMIC_RELEASE);
+	off = ha_pm.root[r];
+	if (!off) {
+		uintptr_t *leaf = ha_meta_alloc(sizeof(uintptr_t) << HA_PM_LEAF_BITS);
+		if (leaf) {
+			/* leaves are word-aligned: the distance is whole entries */
+			off = (intptr_t)((uintptr_t)leaf - (uintptr_t)ha_pm.none) /
+			      (intptr_t)sizeof(uintptr_t);
+			__atomic_store_n(&ha_pm.root[r], off, __ATOMIC_RELEASE);
+		}
 	}
 	ha_unlock(&leaf_lock);
-	return leaf;
+	return off ? leaf_at(off) : NULL;
 }
 
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
@@ -40,10 +53,11 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 	if (end >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS))
 		return ENOMEM;
 	for (; pg <= end; pg++) {
-		ha_span **leaf = leaf_for(pg);
+		uintptr_t *leaf = leaf_for(pg);
 		if (!leaf)
 			return ENOMEM;
-		__atomic_store_n(&leaf[pg & ((1u << HA_PM_LEAF_BITS) - 1)], s, __ATOMIC_RELEASE);
+		__atomic_store_n(&leaf[pg & HA_PM_LEAF_MASK],
+				 s ? (uintptr_t)s - (uintptr_t)&ha_pm.nospan : 0, __ATOMIC_RELEASE);
 	}
 	return 0;
 }

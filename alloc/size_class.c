@@ -25,13 +25,15 @@
  */
 #include "alloc/internal.h"
 
-uint8_t ha_class_lo[1024 / 8 + 1];
-uint8_t ha_class_hi[32768 / 128 + 1];
+uint16_t ha_class_tab[HA_SMALL_MAX / 16 + 1];
+static uint8_t class_lo[1024 / 8 + 1];     /* by (n + 7) / 8: ha_class_hdr_lo */
 uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 uint32_t ha_class_size[HA_NCLASSES];
 uint32_t ha_class_batch[HA_NCLASSES];
 uint32_t ha_class_span_bytes[HA_NCLASSES];
-uint32_t ha_class_recip[HA_NCLASSES];
+uint64_t ha_class_magic[HA_NCLASSES];
+uint64_t ha_class_inv[HA_NCLASSES];
+uint32_t ha_class_ror[HA_NCLASSES];
 
 static unsigned fill_sizes(void)
 {
@@ -67,25 +69,36 @@ void ha_size_class_init(void)
 		uint32_t sz = i * 8;
 		while (ha_class_size[c] < sz)
 			c++;
-		ha_class_lo[i] = (uint8_t)c;
+		class_lo[i] = (uint8_t)c;
 	}
 	/* classes are multiples of 16, so a class holds n + 16 exactly when
 	 * it holds n rounded up to 8, plus 16 */
 	for (unsigned i = 0; i <= HA_HDR_LO_MAX / 8; i++)
-		ha_class_hdr_lo[i] = ha_class_lo[(i ? i * 8 + 16 : 17 + 7) >> 3];
+		ha_class_hdr_lo[i] = class_lo[(i ? i * 8 + 16 : 17 + 7) >> 3];
 	c = 1;
-	for (unsigned i = 0; i <= 32768 / 128; i++) {
-		uint32_t sz = i * 128;
+	for (unsigned i = 0; i <= HA_SMALL_MAX / 16; i++) {
+		uint32_t sz = i * 16;
 		while (ha_class_size[c] < sz)
 			c++;
-		ha_class_hi[i] = (uint8_t)c;
+		ha_class_tab[i] = (uint16_t)(c << HA_TL_SHIFT);
 	}
 	for (c = 1; c < HA_NCLASSES; c++) {
 		uint32_t s = ha_class_size[c];
 		uint32_t b = 131072 / s;
 		ha_class_batch[c] = b < 4 ? 4 : b > 32 ? 32 : b;
 		ha_class_span_bytes[c] = pick_span(s);
-		/* ceil(2^32/s): exact quotient for offsets < 2^32/s * ... (span < 1 MiB) */
-		ha_class_recip[c] = (uint32_t)(((uint64_t)1 << 32) / s + 1);
+		/* M = ceil(2^64 / s): for any 32-bit offset x, x / s is the
+		 * high word of x * M and s divides x iff its low word is < M
+		 * (Lemire, Kaser, Kurz, "Faster remainder by direct
+		 * computation", 2019: exact for 64 >= 32 + log2 s) */
+		ha_class_magic[c] = UINT64_MAX / s + 1;
+		/* the odd part's inverse: Newton's x *= 2 - odd * x doubles
+		 * the correct low bits, 3 (x = odd) -> 6 -> ... -> 96 */
+		uint32_t r = (uint32_t)__builtin_ctz(s);
+		uint64_t odd = s >> r, x = odd;
+		for (int i = 0; i < 5; i++)
+			x *= 2 - odd * x;
+		ha_class_inv[c] = x;
+		ha_class_ror[c] = r;
 	}
 }

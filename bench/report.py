@@ -101,6 +101,7 @@ def summarize(runs):
         bad = [r["status"] for r in rs if r["status"] != "ok"]
         s = {"n": len(rs), "ok": len(ok), "bad": bad,
              "wall": median(r["wall"] for r in ok), "cpu": median(r["cpu"] for r in ok),
+             "wall_q": quartiles(r["wall"] for r in ok),
              "rss": median(r["rss"] for r in ok),
              "user": median(r.get("user") for r in ok),
              "sys": median(r.get("sys") for r in ok),
@@ -797,21 +798,24 @@ def render_md(info, allocs, runs, mode, ov=None):
     for wname, _, _, what, _ in wl:
         L.append("## %s — %s" % (wname, what))
         L.append("")
-        L.append("| allocator | wall s | ×glibc | CPU s | ×glibc | peak RSS MiB | ×glibc "
-                 "| workload's figure | runs |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---|---|")
+        L.append("| allocator | wall s | wall IQR | ×glibc | CPU s | ×glibc | peak RSS MiB "
+                 "| ×glibc | workload's figure | runs |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
         g = summ.get((wname, "glibc"))
         g = g if g and g["ok"] else None
         for a in allocs:
             if a["skip"]:
-                L.append("| %s | | | | | | | %s | |" % (a["name"], a["skip"]))
+                L.append("| %s | | | | | | | | %s | |" % (a["name"], a["skip"]))
                 continue
             s = summ.get((wname, a["name"]))
             if not s or not s["ok"]:
-                L.append("| %s | **failed** | | | | | | | %s |" % (a["name"], status_note(s)))
+                L.append("| %s | **failed** | | | | | | | | %s |" % (a["name"], status_note(s)))
                 continue
-            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                a["name"], fmt(s["wall"], 3), fmt(ratio(s["wall"], g and g["wall"])),
+            q = s.get("wall_q") or (None, None)
+            L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                a["name"], fmt(s["wall"], 3),
+                "%s–%s" % (fmt(q[0], 3), fmt(q[1], 3)) if q[0] is not None else "",
+                fmt(ratio(s["wall"], g and g["wall"])),
                 fmt(s["cpu"], 3), fmt(ratio(s["cpu"], g and g["cpu"])),
                 fmt(s["rss"] / 1024, 1), fmt(ratio(s["rss"], g and g["rss"])),
                 headline(wname, s), status_note(s, mode["reps"])))

@@ -2,8 +2,8 @@
  * profiler (libha_alloc + alloc/prof_none.c): that this links at all shows
  * alloc/ needs nothing of prof/ beyond alloc/hooks.h.  Checks the size-class
  * table (every request's class is the smallest that holds it, 16-byte
- * multiples, waste within a ninth above 128 B, the reciprocal that free
- * uses finds every object of a span), the page map (set, get, neighbours),
+ * multiples, waste within a ninth above 128 B, free's block-start check
+ * exact over every offset of a span), the page map (set, get, neighbours),
  * and that the allocator alone serves the malloc family, every byte of
  * every block kept. */
 #include "alloc/internal.h"
@@ -23,11 +23,17 @@ static void size_classes(void)
 		CHECK_EQ(ha_class_span_bytes[c] % HA_PAGE_SIZE, 0);
 		uint32_t nobj = ha_class_span_bytes[c] / s;
 		CHECK_GE(nobj, 1);
-		/* free finds an object's index by multiplying its offset */
-		for (uint32_t i = 0; i < nobj; i++) {
-			uint64_t off = (uint64_t)i * s + (i % 7) * (s / 8);
-			if ((uint32_t)((off * ha_class_recip[c]) >> 32) != i) {
-				CHECK_EQ((off * ha_class_recip[c]) >> 32, i);
+		/* free's check that p starts a block: the offset times the odd
+		 * part's inverse, rotated, is the block's index for a start
+		 * and at least nobj for any other 16-byte-aligned offset */
+		for (uint64_t off = 0; off < (uint64_t)nobj * s; off += 16) {
+			uint64_t q = off * ha_class_inv[c];
+			unsigned r = ha_class_ror[c];
+			q = (q >> r) | (q << (-r & 63));
+			uint64_t want = off % s ? UINT64_MAX : off / s;
+			if (want == UINT64_MAX ? q < nobj : q != want) {
+				CHECK_EQ(c, 0);
+				CHECK_EQ(off, 0);
 				break;
 			}
 		}
