@@ -778,7 +778,7 @@ static HA_NOINLINE int rows_valid_gated(void)
 	return ok;
 }
 
-/* The unwinder the sampling hook calls from its own frame (profiler.c),
+/* The unwinder the sampling hook calls from its own frame (hooks.c),
  * so that no extra frame of ours has to be walked and then dropped: the
  * rules walk from the hook's frame (learning the frames they meet for the
  * first time), and the rows start at it. */
