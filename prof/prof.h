@@ -4,7 +4,10 @@
  * defines them:
  *   options.c      the ONE table of environment switches and its parser
  *   sampler.c      exponential sampling intervals (per-thread countdowns)
- *   stack.c        stack capture with libunwind (its only includer)
+ *   stack.c        stack capture with libunwind (with frame_rules.c, its
+ *                  only includers): our ranges, the probe, the fork gate
+ *   frame_rules.c  the learned frame cache: rows, rules, the row walk
+ *                  (frame_rules.h: the inline rule walk; those two only)
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
