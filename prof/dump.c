@@ -1,7 +1,8 @@
 /* prof/dump.c — writing a numbered dump: PREFIX.NNNN.heap and/or .pb.gz,
- * its stats sidecar, the peak profile, the dump log's line, and the
- * HEAP_PROFILE_KEEP books; and the entry points that ask for one (the
- * API, the helper's time dump, the pre-OOM dump from a reserve).
+ * its stats sidecar, the peak profile and the dump log's line (the names,
+ * and HEAP_PROFILE_KEEP's removals, are naming.c's); and the entry points
+ * that ask for one (the API, the helper's time dump, the pre-OOM dump from
+ * a reserve).
  *
  * Every dump is written under ha_prof_dump_lock, with the thread's
  * re-entrancy guard set so that nothing it allocates is sampled; the

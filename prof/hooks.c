@@ -15,8 +15,8 @@
  * allocator's freed-bytes budget (ha_prof_check).
  *
  * Owns this thread's view of the countdown (ha_countdown).  The sampling
- * path is the hot one: the unwinder is called from the hook's own frame
- * (record_sample is inlined), and it gains no call of its own.  Never
+ * path is the hot one: record_sample and sampled are inlined, so the
+ * unwinder runs from the hook's own frame and nothing else is called.  Never
  * unwinds while holding a lock; never calls the public malloc while
  * holding one; a thread inside the profiler (ha_prof_busy) is never
  * sampled.  Lock order and fork rules: prof/prof.h.
@@ -28,8 +28,8 @@
 
 HA_TLS struct ha_countdown ha_countdown;
 
-/* The peak copy, once this thread's allocation is in the table (a dump
- * being written: a little later, ha_prof_peak_deferred). */
+/* Copy the peak once this thread's allocation is in the table; while a
+ * dump is being written, a little later (ha_prof_peak_deferred). */
 static void take_peak(void)
 {
 	if (!ha_trylock(&ha_prof_dump_lock)) {
