@@ -4,7 +4,10 @@
  * defines them:
  *   options.c      the ONE table of environment switches and its parser
  *   sampler.c      exponential sampling intervals (per-thread countdowns)
- *   stack.c        stack capture with libunwind (its only includer)
+ *   stack.c        stack capture with libunwind (with frame_rules.c, its
+ *                  only includers): our ranges, the probe, the fork gate
+ *   frame_rules.c  the learned frame cache: rows, rules, the row walk
+ *                  (frame_rules.h: the inline rule walk; those two only)
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
@@ -13,7 +16,12 @@
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
  *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
- *   profiler.c     start/stop, the allocator hooks, thresholds, naming, fork
+ *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
+ *   triggers.c     totals, the threshold books and the queued threshold dump
+ *   hooks.c        the allocator hooks: due, sampled, on_free, check
+ *   dump.c         writing a numbered dump (and the peak, stats, log line)
+ *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
+ *   (session.h: the state those five share; theirs only)
  *   helper.c       the helper thread: time, signal and queued threshold dumps
  *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
  *   api.c          public API (heapalloc_*) and the gperftools API
@@ -22,8 +30,9 @@
  *   ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
- *   -> threshold lock (profiler.c thr_lock; short: the threshold books and
- *      the queued dump, so a crossing never waits for a dump being written)
+ *   -> threshold lock (triggers.c ha_prof_thr_lock; short: the threshold
+ *      books and the queued dump, so a crossing never waits for a dump
+ *      being written)
  *   -> table lock (stack_table.c; short: a new bucket, or a snapshot copy)
  *   -> mapping lock (mmap_hook.c; short: a mapping made or unmapped)
  *   -> object-map stripe locks (ascending; short)
@@ -374,7 +383,7 @@ void ha_mmaps_postfork_child(void);
 int ha_pprof_file(const char *path, int64_t r);
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
 
-/* ---- profiler.c ------------------------------------------------------------ */
+/* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;
 extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
 /* Start profiling with prefix (copied).  from_env: naming/cleanup rules of
@@ -382,20 +391,29 @@ extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
 int ha_prof_start(const char *prefix, int from_env);
 void ha_prof_stop(void);
 int ha_prof_running(void);
+uint64_t ha_prof_dumps(void);
+uint64_t ha_prof_samples(void);
+/* (ha_prof_prefork, ha_prof_postfork: alloc/hooks.h) */
+
+/* ---- dump.c ---------------------------------------------------------------- */
 /* Dump now, reason for the stderr line.  0 or errno. */
 int ha_prof_dump(const char *reason, int automatic);
 /* An automatic dump whose writer memory comes from reserve first. */
 int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* Time dump from the helper; 0 or errno. */
 void ha_prof_time_dump(void);
+
+/* ---- triggers.c ------------------------------------------------------------ */
 /* Write the threshold dump queued for the helper, if any (helper thread). */
 void ha_prof_write_pending(void);
 /* Threshold dumps queued or being written by the helper (0..2). */
 uint64_t ha_prof_queued(void);
-uint64_t ha_prof_dumps(void);
-uint64_t ha_prof_samples(void);
 /* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
 void ha_prof_totals(uint64_t out[2]);
+
+/* ---- hooks.c ---------------------------------------------------------------
+ * (ha_prof_due, ha_prof_sampled, ha_prof_on_free, ha_prof_check, ...:
+ * alloc/hooks.h) */
 
 /* ---- helper.c ------------------------------------------------------------ */
 /* 0 or errno.  queue: the helper also writes queued threshold dumps. */

@@ -8,8 +8,8 @@
  * Shapes: plain recursion (CFA from RSP), alloca of changing size (CFA
  * from RBP, learned at one size and walked at others), a frame too big
  * for a rule, a signal handler's frame, another thread.
- * stack.c is compiled into this program (its statics are visible); no
- * heapalloc allocator is used.
+ * stack.c and frame_rules.c are compiled into this program (their
+ * statics are visible); no heapalloc allocator is used.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "prof/stack.c"
+#include "prof/frame_rules.c"
 #include "tests/check.h"
 
 void ha_alloc_call_back_next(void) {}

@@ -1,0 +1,182 @@
+/* prof/dump.c — writing a numbered dump: PREFIX.NNNN.heap and/or .pb.gz,
+ * its stats sidecar, the peak profile and the dump log's line (the names,
+ * and HEAP_PROFILE_KEEP's removals, are naming.c's); and the entry points
+ * that ask for one (the API, the helper's time dump, the pre-OOM dump from
+ * a reserve).
+ *
+ * Every dump is written under ha_prof_dump_lock, with the thread's
+ * re-entrancy guard set so that nothing it allocates is sampled; the
+ * threshold lock is taken only briefly, never across the writing.  Never
+ * calls the public malloc (raw memory, or the reserve); never takes the
+ * process down: a failed write logs one line and carries on.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prof/session.h"
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case ENOENT: return "No such file or directory";
+	case EACCES: return "Permission denied";
+	case EPERM: return "Operation not permitted";
+	case ENOSPC: return "No space left on device";
+	case EDQUOT: return "Disk quota exceeded";
+	case EROFS: return "Read-only file system";
+	case ENOTDIR: return "Not a directory";
+	case EISDIR: return "Is a directory";
+	case ENAMETOOLONG: return "File name too long";
+	case EMFILE: return "Too many open files";
+	case ENOMEM: return "Cannot allocate memory";
+	case EIO: return "Input/output error";
+	default: return "error";
+	}
+}
+
+/* With every dump: the peak profile, when it changed since it was written. */
+static void write_peak(int fmt)
+{
+	char text[HA_PREFIX_MAX + 64], pb[HA_PREFIX_MAX + 64];
+	ha_naming_peak(text, pb, sizeof text);
+	int n;
+	int e = ha_peak_write(text, pb, fmt, ha_session.r, &n);
+	if (n)
+		ha_log("Writing the peak heap profile to %s (%llu MB in use at the peak)\n",
+		       fmt & HA_FORMAT_TEXT ? text : pb,
+		       (unsigned long long)(ha_peak_inuse() >> 20));
+	if (e)
+		ha_log("Failed writing the peak heap profile %s: %s (errno %d)\n",
+		       fmt & HA_FORMAT_TEXT ? text : pb, errno_name(e), e);
+}
+
+/* Write the next numbered dump.  folded: threshold crossings that got no
+ * dump of their own (HEAP_PROFILE_MIN_SECONDS held them back, or they came
+ * while a dump was queued), named in the reason. */
+int ha_prof_dump_locked(const char *reason, uint64_t folded)
+{
+	char with_folded[1024];
+	if (folded) {
+		ha_snprintf(with_folded, sizeof with_folded, "%s; %llu crossing%s folded", reason,
+			    (unsigned long long)folded, folded == 1 ? "" : "s");
+		reason = with_folded;
+	}
+	pid_t pid = getpid();
+	if (pid != ha_session.cur_pid) {       /* a fork child numbers its own files */
+		ha_session.cur_pid = pid;
+		ha_session.ndumps = 0;
+		ha_kept_dumps.n = ha_kept_dumps.head = 0;     /* the parent's files are not ours to remove */
+		ha_kept_dumps.have_first = 0;
+	}
+	char path[HA_PREFIX_MAX + 64];
+	ha_naming_file(path, sizeof path, ++ha_session.ndumps);
+	/* HEAP_PROFILE_FORMAT: PREFIX.NNNN.heap and/or PREFIX.NNNN.pb.gz */
+	int fmt = (int)ha_prof_opt.format & (HA_FORMAT_TEXT | HA_FORMAT_PPROF), err = 0;
+	if (!fmt)
+		fmt = HA_FORMAT_TEXT;
+	char pb[HA_PREFIX_MAX + 64];
+	const char *written = NULL;   /* the log names the first file written */
+	int ok = 0;                   /* HA_FORMAT_* bits written */
+	ha_naming_pb(pb, path);
+	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
+		if (!(fmt & k))
+			continue;
+		const char *f = k == HA_FORMAT_TEXT ? path : pb;
+		ha_log("Dumping heap profile to %s (%s)\n", f, reason);
+		int e = k == HA_FORMAT_TEXT ? ha_writer_file(f, ha_session.r) : ha_pprof_file(f, ha_session.r);
+		if (e)
+			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
+			       errno_name(e), e);
+		else
+			ok |= k;
+		if (!e && !written)
+			written = f;
+		err = err ? err : e;
+	}
+	if (!err)
+		ha_session.written++;
+	uint64_t t[2];
+	ha_prof_totals(t);
+	ha_peak_see(ha_inuse_of(t));
+	ha_peak_check(ha_inuse_of(t));   /* a dump may see a high the checks have not */
+	if (ha_prof_opt.stats && !err) {
+		char sp[HA_PREFIX_MAX + 64];
+		ha_naming_stats(sp, path);
+		int e = ha_stats_file(sp, written, reason, ha_inuse_of(t), ha_peak_inuse());
+		if (e)
+			ha_log("Failed writing heap statistics to %s: %s (errno %d)\n", sp,
+			       errno_name(e), e);
+	}
+	write_peak(fmt);
+	char lp[HA_PREFIX_MAX + 64];
+	ha_naming_log(lp, sizeof lp);
+	ha_dumplog_line(lp, ha_session.ndumps, t, written, reason);
+	ha_naming_retain(ha_session.ndumps, ok);
+	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);
+	return err;
+}
+
+/* reason NULL: a time dump, whose reason needs the last dump's time,
+ * read under the lock.  reserve: the writer's memory comes from there
+ * first (ha_dump_mem), set only while this dump holds the lock. */
+static int dump_now(const char *reason, int automatic, void *reserve, size_t cap)
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_lock(&ha_prof_dump_lock);
+	int err = EINVAL;
+	if (ha_session.running) {
+		ha_prof_write_pending_locked();   /* a queued threshold dump keeps its number */
+		char buf[64];
+		if (!reason) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			long long secs = (long long)(now.tv_sec - ha_session.last_time.tv_sec) +
+					 (now.tv_nsec >= ha_session.last_time.tv_nsec ? 0 : -1);
+			ha_snprintf(buf, sizeof buf, "%lld sec since the last dump", secs);
+			reason = buf;
+		}
+		uint64_t t[2];
+		ha_prof_totals(t);
+		ha_plock_lock(&ha_prof_thr_lock);
+		uint64_t folded = ha_session.folded;
+		ha_session.folded = 0;
+		ha_plock_unlock(&ha_prof_thr_lock);
+		if (reserve)
+			ha_dump_mem_reserve(reserve, cap);
+		err = ha_prof_dump_locked(reason, folded);
+		if (reserve)
+			ha_dump_mem_reserve(NULL, 0);
+		if (automatic) {
+			ha_plock_lock(&ha_prof_thr_lock);
+			ha_session.last_alloc = t[0];
+			ha_session.last_free = t[1];
+			if (ha_inuse_of(t) > ha_session.high_water)
+				ha_session.high_water = ha_inuse_of(t);
+			ha_plock_unlock(&ha_prof_thr_lock);
+		}
+	}
+	ha_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
+	return err;
+}
+
+int ha_prof_dump(const char *reason, int automatic)
+{
+	return dump_now(reason ? reason : "", automatic, NULL, 0);
+}
+
+int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap)
+{
+	return dump_now(reason, 1, reserve, cap);
+}
+
+void ha_prof_time_dump(void)
+{
+	dump_now(NULL, 1, NULL, 0);
+}

@@ -1,0 +1,121 @@
+/* prof/frame_rules.h — the learned frame rules, shared by the two files of
+ * the stack capture (stack.c and frame_rules.c) and nobody else.
+ *
+ * The table and the rule walk are here so that the walk stays inlined in
+ * the sampling hook's unwinder (stack.c, stack_unwind): a known stack is
+ * walked with a few loads a frame and no call.  The walk takes no lock and
+ * calls no libunwind (so it needs no fork gate); everything that learns a
+ * rule is in frame_rules.c.
+ */
+#ifndef HA_PROF_FRAME_RULES_H
+#define HA_PROF_FRAME_RULES_H
+
+#include <stdint.h>
+
+#include "prof/prof.h"
+
+#define SLOT_BITS 15
+#define NSLOTS (1u << SLOT_BITS)
+#define PROBES 16
+
+enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
+struct rule { int32_t cfa_off; int16_t rbp_off; uint8_t kind, rbp_saved; };
+struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
+/* The table (frame_rules.c says how it is filled): slot i holds one IP's
+ * rule, published by its ip (release), never changed after. */
+extern HA_HIDDEN struct slot ha_frame_slots[NSLOTS];
+
+static inline unsigned ha_frame_slot_of(uintptr_t ip)
+{
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> (64 - SLOT_BITS));
+}
+
+static inline const struct slot *ha_frame_slot_at(uintptr_t ip)
+{
+	unsigned s = ha_frame_slot_of(ip);
+	for (int i = 0; i < PROBES; i++, s = (s + 1) & (NSLOTS - 1)) {
+		uintptr_t k = __atomic_load_n(&ha_frame_slots[s].ip, __ATOMIC_ACQUIRE);
+		if (k == ip)
+			return &ha_frame_slots[s];
+		if (!k)
+			break;
+	}
+	return NULL;
+}
+
+/* Where a rule walk stands: the next frame's IP, RSP and RBP, and how many
+ * frames are in buf. */
+struct walk { uintptr_t ip, sp, bp; int n; };
+enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
+
+/* The walk by rules, from w on: WALK_DONE (w->n frames), or WALK_UNKNOWN
+ * at a frame never met (w stands at it: learn it and walk on), or
+ * WALK_NO_RULE when a frame has no rule (the caller takes the rows). */
+static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w)
+{
+	uintptr_t ip = w->ip, sp = w->sp, bp = w->bp;
+	int n = w->n, st = WALK_DONE;
+	while (n < size) {
+		buf[n++] = (void *)ip;
+		if (HA_UNLIKELY(n >= size))
+			break;            /* the last frame kept needs no rule */
+		/* the slot: nearly always the first probed */
+		const struct slot *s = &ha_frame_slots[ha_frame_slot_of(ip)];
+		if (HA_UNLIKELY(__atomic_load_n(&s->ip, __ATOMIC_ACQUIRE) != ip) &&
+		    !(s = ha_frame_slot_at(ip))) {
+			n--;
+			st = WALK_UNKNOWN;
+			break;
+		}
+		struct rule r = s->rule;
+		if (HA_UNLIKELY((unsigned)r.kind - RULE_SP > RULE_BP - RULE_SP)) {
+			if (r.kind == RULE_END)
+				break;
+			return WALK_NO_RULE;
+		}
+		uintptr_t cfa = (r.kind == RULE_SP ? sp : bp) + (uintptr_t)(intptr_t)r.cfa_off;
+		/* not above this frame, or 64 MiB away: not a frame of this
+		 * stack, ask libunwind */
+		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
+			return WALK_NO_RULE;
+		if (r.rbp_saved)
+			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
+		ip = *(const uintptr_t *)(cfa - 8);
+		sp = cfa;
+		if (HA_UNLIKELY(ip < 0x4000))
+			break;
+	}
+	w->ip = ip;
+	w->sp = sp;
+	w->bp = bp;
+	w->n = n;
+	return st;
+}
+
+/* A walk from fp (a frame pointer: the caller's RBP, then the return
+ * address) by the rules learned so far: the frame count, or -1 when a frame
+ * has no rule or was never met. */
+static inline __attribute__((always_inline)) int rule_walk_from(void **buf, int size,
+								const uintptr_t *fp)
+{
+	struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
+	return rule_walk(buf, size, &w) == WALK_DONE ? w.n : -1;
+}
+
+/* ---- frame_rules.c ------------------------------------------------------- */
+/* An object was unloaded since the rows began: rows and rules are off. */
+extern HA_HIDDEN int ha_frame_rows_off;
+/* Note how many objects were unloaded so far (ha_stack_init; no lock held). */
+HA_HIDDEN void ha_frame_rules_init(void);
+/* Whether the rows may still be used (a dl_iterate_phdr: inside the gate). */
+HA_HIDDEN int ha_frame_rows_valid(void);
+/* Learn the frame at ip whose RSP and RBP are sp and bp (inside the gate):
+ * 1, ip has a slot now. */
+HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
+/* The walk over the shared rows from the caller's frame (inside the gate);
+ * first: the hook's return address. */
+HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
+/* libunwind's fast trace, from first on. */
+HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
+
+#endif

@@ -1,0 +1,207 @@
+/* prof/hooks.c — the allocator-facing hooks (alloc/hooks.h): ha_prof_due,
+ * ha_prof_sampled(_kept), ha_prof_on_free(_kept) and ha_prof_check.
+ *
+ * Countdown protocol (alloc/hooks.h): when a thread's countdown does not
+ * cover an allocation the allocator calls ha_prof_due() with what was left
+ * (before) and the allocation's charge, so the bytes consumed since our
+ * last return are  armed - before + charge.  We return (>= 0; 0 marks the
+ * next byte)
+ *     min(distance to the next sample, bytes to the next threshold check)
+ * and remember how much of it was sampling distance (ha_countdown.sdist),
+ * so the sampling stays exactly the exponential process of sampler.c while
+ * a single thread still sees allocation / in-use dumps at the exact byte.
+ * With several threads a thread's check budget is the remaining distance
+ * divided by the number of threads.  Frees reach us through the
+ * allocator's freed-bytes budget (ha_prof_check).
+ *
+ * Owns this thread's view of the countdown (ha_countdown).  The sampling
+ * path is the hot one: record_sample and sampled are inlined, so the
+ * unwinder runs from the hook's own frame and nothing else is called.  Never
+ * unwinds while holding a lock; never calls the public malloc while
+ * holding one; a thread inside the profiler (ha_prof_busy) is never
+ * sampled.  Lock order and fork rules: prof/prof.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "prof/session.h"
+
+HA_TLS struct ha_countdown ha_countdown;
+
+/* Copy the peak once this thread's allocation is in the table; while a
+ * dump is being written, a little later (ha_prof_peak_deferred). */
+static void take_peak(void)
+{
+	if (!ha_trylock(&ha_prof_dump_lock)) {
+		ha_prof_peak_deferred = 1;    /* a dump is being written: a little later */
+		return;
+	}
+	ha_prof_peak_pending = ha_prof_peak_deferred = 0;
+	if (ha_session.running) {
+		uint64_t t[2];
+		ha_prof_totals(t);
+		ha_peak_check(ha_inuse_of(t));
+	}
+	ha_unlock(&ha_prof_dump_lock);
+}
+
+/* Inlined into ha_prof_on_alloc so that the unwinder is called from the
+ * hook's own frame (prof/prof.h, stack capture).  kept: the allocator keeps
+ * the record (the bucket's index + 1 goes there), else the object map. */
+static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled,
+								uint32_t *kept)
+{
+	uintptr_t raw[HA_STACK_RAW];
+	int want = ha_stack_want(), at;   /* unwind with no lock held */
+	int depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, want), want,
+				  HA_PROF_DEPTH, &at);
+	if (HA_UNLIKELY(depth < 0))
+		depth = ha_stack_trim(raw, ha_stack_unwind((void **)raw, HA_STACK_RAW),
+				      HA_STACK_RAW, HA_PROF_DEPTH, &at);
+	if (depth <= 0)
+		return;
+	const uintptr_t *pcs = raw + at;
+	uint64_t h = ha_table_hash(pcs, depth, req);
+	/* the common case, a known stack: one stripe lock, no table lock */
+	uint32_t idx = 0;
+	int r = kept ? ha_objmap_count((uintptr_t)p, h, pcs, depth, req, &idx)
+		     : ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
+	if (HA_LIKELY(r >= 0)) {
+		if (r) {
+			*sampled = 1;
+			if (kept)
+				*kept = idx + 1;
+			__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
+		}
+		return;
+	}
+	ha_table_lock();
+	ha_bucket *b = ha_table_record_hashed(h, pcs, depth, req);
+	if (b && kept) {
+		*sampled = 1;
+		*kept = b->idx + 1;
+		__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
+	} else if (b) {
+		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
+			*sampled = 1;
+			__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
+		} else {            /* no room to remember it: undo the count */
+			__atomic_fetch_sub(&b->alloc_count, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_sub(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+		}
+	}
+	ha_table_unlock();
+}
+
+int ha_prof_due(int64_t before, size_t charge, int64_t *next)
+{
+	*next = 0;                /* by default: call back at the next allocation */
+	if (HA_UNLIKELY(ha_stack_calibrating()))
+		return 1;         /* ha_prof_sampled learns the frames */
+	if (!ha_session.running)
+		return 0;   /* stopped (a malloc racing the stop): call back next time,
+			     * never leave a countdown a new session would inherit */
+	if (ha_prof_busy)               /* our own allocation: never sampled, */
+		return 0;               /* and the next one calls us again */
+	ha_prof_busy = 1;
+	ha_helper_ensure();
+	int64_t consumed;
+	uint32_t gen = __atomic_load_n(&ha_session.gen, __ATOMIC_ACQUIRE);
+	if (ha_countdown.gen != gen) {          /* this thread's first call of the session */
+		ha_countdown.gen = gen;
+		ha_countdown.sdist = ha_sampler_next(ha_session.r);
+		ha_countdown.tbudget = __atomic_load_n(&ha_session.share, __ATOMIC_RELAXED);
+		consumed = (int64_t)charge;
+	} else {
+		consumed = ha_countdown.armed - before + (int64_t)charge;
+	}
+	if (consumed < (int64_t)charge)
+		consumed = (int64_t)charge;
+	int sample = 0;
+	if (consumed > ha_countdown.sdist) {
+		sample = 1;
+		ha_countdown.sdist = ha_sampler_next(ha_session.r);
+	} else {
+		ha_countdown.sdist -= consumed;
+	}
+	ha_countdown.tbudget -= consumed;
+	if (ha_countdown.tbudget < 0)
+		ha_prof_check_thresholds();
+	if (HA_UNLIKELY(ha_prof_peak_pending) && !sample)
+		take_peak();
+	int64_t c = ha_countdown.sdist < ha_countdown.tbudget ? ha_countdown.sdist : ha_countdown.tbudget;
+	if (c < 0)
+		c = 0;
+	ha_countdown.armed = c;
+	*next = c;
+	ha_prof_busy = 0;
+	return sample;
+}
+
+static inline __attribute__((always_inline)) int sampled(void *p, size_t req, size_t size,
+							  uint32_t *kept)
+{
+	if (ha_session.r <= 1)
+		size = req;
+	if (HA_UNLIKELY(ha_stack_calibrating())) {
+		ha_stack_calibrate_frame();
+		return 0;
+	}
+	if (!ha_session.running || ha_prof_busy)
+		return 0;
+	ha_prof_busy = 1;
+	int done = 0;
+	record_sample(p, size, &done, kept);
+	if (HA_UNLIKELY(ha_prof_peak_pending))
+		take_peak();
+	ha_prof_busy = 0;
+	return done;
+}
+
+/* A sampled block's line counts `size` (the allocated unit: pprof's
+ * unsampling then stays unbiased, the chance of a sample following the
+ * countdown's charge); recording every allocation needs no unsampling and
+ * counts requested bytes. */
+int ha_prof_sampled(void *p, size_t req, size_t size)
+{
+	return sampled(p, req, size, NULL);
+}
+
+uint32_t ha_prof_sampled_kept(void *p, size_t req, size_t size)
+{
+	uint32_t kept = 0;
+	sampled(p, req, size, &kept);
+	return kept;
+}
+
+void ha_prof_on_free(void *p)
+{
+	/* forget the object even when this thread is inside the profiler
+	 * (its address may come back, and a stale entry would stay "in use"
+	 * forever); only the fork window, where we hold every lock, skips */
+	if (HA_UNLIKELY(ha_prof_fork_window))
+		return;
+	ha_objmap_remove((uintptr_t)p);
+}
+
+void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
+{
+	if (HA_UNLIKELY(ha_prof_fork_window) || !rec)
+		return;
+	ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
+}
+
+int64_t ha_prof_check(void)
+{
+	if (!ha_session.running || ha_session.d_int <= 0)
+		return INT64_MAX;   /* frees matter only to the deallocation interval */
+	if (ha_prof_busy || ha_prof_fork_window)
+		return 0;
+	ha_prof_busy = 1;
+	if (ha_countdown.gen != __atomic_load_n(&ha_session.gen, __ATOMIC_ACQUIRE))
+		ha_countdown.tbudget = 0;   /* not started here yet: ha_prof_due sets it */
+	ha_prof_check_thresholds();
+	int64_t b = ha_countdown.fbudget;
+	ha_prof_busy = 0;
+	return b;
+}
