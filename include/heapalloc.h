@@ -74,6 +74,14 @@ HEAPALLOC_API void heapalloc_profile_stop(void);
 /* Write the next numbered profile now; reason goes into the stderr line. */
 HEAPALLOC_API int heapalloc_profile_dump(const char *reason);
 HEAPALLOC_API int heapalloc_profile_running(void);
+/* The profile now as gzipped profile.proto: the bytes a PREFIX.NNNN.pb.gz
+ * dump holds (sample types alloc_objects, alloc_space, inuse_objects,
+ * inuse_space, default inuse_space; period = the sampling interval;
+ * mappings with build IDs), for `go tool pprof` or an HTTP handler.  On 0,
+ * *buf (free it with free()) holds *len bytes; otherwise *buf is NULL and
+ * the result is ENOENT (the profiler is not running), ENOMEM, or EINVAL
+ * (buf or len NULL).  Writes no file and does not count as a dump. */
+HEAPALLOC_API int heapalloc_profile_pprof(void **buf, size_t *len);
 
 /* The gperftools heap-profiler API, same names and behaviour. */
 HEAPALLOC_API void HeapProfilerStart(const char *prefix);

@@ -1,9 +1,10 @@
 /* prof/api.c — heapalloc's public profiler/statistics API and the
  * gperftools heap-profiler API (<gperftools/heap-profiler.h>).
  *
- * Thin wrappers over profiler.c.  GetHeapProfile is the one place that
- * returns memory from the public malloc (the caller frees it): the profile
- * is built in raw memory with no profiler lock held afterwards, then copied.
+ * Thin wrappers over profiler.c.  GetHeapProfile and heapalloc_profile_pprof
+ * are the places that return memory from the public malloc (the caller frees
+ * it): the profile is built in raw memory under ha_prof_dump_lock, then
+ * copied with no profiler lock held.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -115,4 +116,32 @@ HA_EXPORT char *GetHeapProfile(void)
 	if (o.buf)
 		ha_raw_free(o.buf);
 	return s;
+}
+
+HA_EXPORT int heapalloc_profile_pprof(void **buf, size_t *len)
+{
+	if (!buf || !len)
+		return EINVAL;
+	*buf = NULL;
+	*len = 0;
+	ha_out gz = { NULL, 0, 0, -1, 0 };
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_lock(&ha_prof_dump_lock);
+	int err = ha_prof_running() ? ha_pprof_mem(&gz, ha_prof_opt.sample_interval) : ENOENT;
+	ha_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
+	if (!err) {
+		void *p = malloc(gz.len);  /* public malloc: no profiler lock held */
+		if (p) {
+			memcpy(p, gz.buf, gz.len);
+			*buf = p;
+			*len = gz.len;
+		} else {
+			err = ENOMEM;
+		}
+	}
+	if (gz.buf)
+		ha_raw_free(gz.buf);
+	return err;
 }

@@ -25,7 +25,8 @@
  * (the loader lock): the memory map comes from /proc/self/maps, and ELF
  * headers and notes are copied by process_vm_readv, so a library unloaded
  * meanwhile costs its build ID, never a fault.
- * File protocol as the text writer: FILE.tmp, then rename.
+ * File protocol as the text writer: FILE.tmp, then rename; or the gzipped
+ * bytes in memory (ha_pprof_mem, for heapalloc_profile_pprof).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -452,8 +453,9 @@ static void z_free(voidpf opaque, voidpf p)
 		ha_dump_mem_free(p);
 }
 
-/* gzip data[0..n) to fd. */
-static int gzip_to(int fd, const char *data, size_t n)
+/* gzip data[0..n) to dst: straight to its fd when it has one, else
+ * appended to its memory.  0 or errno. */
+static int gzip_to(ha_out *dst, const char *data, size_t n)
 {
 	z_stream z;
 	memset(&z, 0, sizeof z);
@@ -476,7 +478,12 @@ static int gzip_to(int fd, const char *data, size_t n)
 			err = EIO;
 			break;
 		}
-		err = ha_write_all(fd, out, CHUNK - z.avail_out);
+		if (dst->fd >= 0) {
+			err = ha_write_all(dst->fd, out, CHUNK - z.avail_out);
+		} else {
+			ha_out_bytes(dst, (const char *)out, CHUNK - z.avail_out);
+			err = dst->err;
+		}
 	}
 	deflateEnd(&z);
 	if (out)
@@ -514,7 +521,8 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 			unlink(tmp);
 	}
 	if (!err) {
-		err = gzip_to(fd, o.buf, o.len);
+		ha_out f = { NULL, 0, 0, fd, 0 };
+		err = gzip_to(&f, o.buf, o.len);
 		if (close(fd) != 0 && !err && errno != EINTR)
 			err = errno;
 		if (!err && rename(tmp, path) != 0)
@@ -522,6 +530,18 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 		if (err)
 			unlink(tmp);
 	}
+	if (o.buf)
+		ha_dump_mem_free(o.buf);
+	return err;
+}
+
+int ha_pprof_mem(ha_out *gz, int64_t r)
+{
+	ha_out o = { NULL, 0, 0, -1, 0 };
+	encode(&o, r, NULL);
+	int err = o.err;
+	if (!err)
+		err = gzip_to(gz, o.buf, o.len);
 	if (o.buf)
 		ha_dump_mem_free(o.buf);
 	return err;

@@ -382,6 +382,9 @@ void ha_mmaps_postfork_child(void);
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
+/* The same bytes (the live table) appended to gz, a memory sink (fd -1):
+ * ha_dump_mem memory, so the caller raw-frees gz->buf.  0 or errno. */
+int ha_pprof_mem(ha_out *gz, int64_t r);
 
 /* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;

@@ -1,20 +1,30 @@
-//! heapalloc for Rust: linking this crate makes heapalloc the process's
-//! allocator (Rust's `System` allocator calls libc's `malloc`, which is
-//! heapalloc's), so `HEAPPROFILE=/tmp/p ./prog` writes heap profiles; and it
-//! drives the profiler and reads its books from the program itself.
+//! heapalloc for Rust: a `GlobalAlloc` that calls heapalloc's malloc family,
+//! so `HEAPPROFILE=/tmp/p ./prog` writes heap profiles; and the profiler's
+//! controls, books and profile (`pprof_heap`) from the program itself.
 //!
 //! ```no_run
+//! #[global_allocator]
+//! static A: heapalloc::HeapAlloc = heapalloc::HeapAlloc;
+//!
 //! let before = heapalloc::stats();
 //! let v = vec![0u8; 1 << 20];
 //! heapalloc::dump("after the buffer").ok();
 //! assert!(heapalloc::stats().in_use >= before.in_use + v.len() as u64);
 //! ```
 //!
+//! Declaring `HeapAlloc` the global allocator names the dependency in the
+//! program, so it cannot be dropped without the compiler noticing.  Merely
+//! linking the crate also routes Rust's `System` allocator to heapalloc
+//! (libc's `malloc` is heapalloc's), but nothing in the program says so.
+//!
 //! build.rs picks the link: the shared library by default
 //! (HEAPALLOC_LIB_DIR or pkg-config's libdir), the whole archive with
 //! HEAPALLOC_STATIC=1.
+use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::{CStr, CString};
-use std::os::raw::{c_char, c_int};
+use std::io;
+use std::os::raw::{c_char, c_int, c_void};
+use std::ptr;
 
 /// `heapalloc_stats` of include/heapalloc.h, every field, in order.
 #[repr(C)]
@@ -45,6 +55,14 @@ extern "C" {
     fn heapalloc_profile_stop();
     fn heapalloc_profile_dump(reason: *const c_char) -> c_int;
     fn heapalloc_profile_running() -> c_int;
+    fn heapalloc_profile_pprof(buf: *mut *mut c_void, len: *mut usize) -> c_int;
+
+    // the malloc family: heapalloc's own, as this crate links it
+    fn malloc(size: usize) -> *mut c_void;
+    fn calloc(n: usize, size: usize) -> *mut c_void;
+    fn realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn free(p: *mut c_void);
+    fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int;
 }
 
 /// Keeps the library linked in every binary that links this crate, even
@@ -54,6 +72,77 @@ extern "C" {
 static KEEP: unsafe extern "C" fn() -> *const c_char = heapalloc_version;
 
 const EINVAL: i32 = 22;
+const ENOENT: i32 = 2;
+
+/// heapalloc's malloc aligns every block, however small, to 16 bytes
+/// (HA_MIN_ALIGN: its size classes are multiples of 16).
+const MIN_ALIGN: usize = 16;
+
+/// The global allocator on heapalloc: `malloc`/`calloc`/`realloc`/`free`,
+/// and `posix_memalign` for alignments above 16.
+///
+/// ```no_run
+/// #[global_allocator]
+/// static A: heapalloc::HeapAlloc = heapalloc::HeapAlloc;
+/// ```
+#[derive(Clone, Copy, Default, Debug)]
+pub struct HeapAlloc;
+
+unsafe fn aligned(layout: &Layout) -> *mut u8 {
+    let mut p: *mut c_void = ptr::null_mut();
+    // posix_memalign wants a multiple of sizeof(void *): Layout's
+    // alignment is a power of two above 16 here, so it is one
+    if posix_memalign(&mut p, layout.align(), layout.size()) != 0 {
+        return ptr::null_mut();
+    }
+    p as *mut u8
+}
+
+unsafe impl GlobalAlloc for HeapAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= MIN_ALIGN {
+            malloc(layout.size()) as *mut u8
+        } else {
+            aligned(&layout)
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= MIN_ALIGN {
+            calloc(1, layout.size()) as *mut u8
+        } else {
+            let p = aligned(&layout);
+            if !p.is_null() {
+                ptr::write_bytes(p, 0, layout.size());
+            }
+            p
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, p: *mut u8, _layout: Layout) {
+        free(p as *mut c_void)
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= MIN_ALIGN {
+            return realloc(p as *mut c_void, new_size) as *mut u8;
+        }
+        // realloc keeps only 16-byte alignment: move the block by hand
+        let new = match Layout::from_size_align(new_size, layout.align()) {
+            Ok(l) => aligned(&l),
+            Err(_) => return ptr::null_mut(),
+        };
+        if !new.is_null() {
+            ptr::copy_nonoverlapping(p, new, layout.size().min(new_size));
+            free(p as *mut c_void);
+        }
+        new
+    }
+}
 
 /// The profiler's books since profiling started (all zero while it has
 /// never run), in allocated bytes (a small block counts its size class).
@@ -124,6 +213,33 @@ pub fn stats() -> Stats {
         samples: raw.prof_samples,
         dumps: raw.prof_dumps,
     }
+}
+
+/// The heap profile now as gzipped profile.proto, the bytes of a
+/// PREFIX.NNNN.pb.gz dump (default sample type inuse_space; mappings with
+/// build IDs), for `go tool pprof` or an HTTP handler.  Writes no file.
+/// Err: `NotFound` when the profiler is not running (start it with
+/// HEAPPROFILE or `start`), else the OS error (out of memory).
+pub fn pprof_heap() -> io::Result<Vec<u8>> {
+    let mut buf: *mut c_void = ptr::null_mut();
+    let mut len = 0usize;
+    let e = unsafe { heapalloc_profile_pprof(&mut buf, &mut len) };
+    if e == ENOENT {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "heapalloc: the profiler is not running",
+        ));
+    }
+    if e != 0 {
+        return Err(io::Error::from_raw_os_error(e));
+    }
+    if buf.is_null() {
+        return Ok(Vec::new());
+    }
+    // copied: the block is malloc's, which need not be the global allocator
+    let v = unsafe { std::slice::from_raw_parts(buf as *const u8, len) }.to_vec();
+    unsafe { free(buf) };
+    Ok(v)
 }
 
 /// heapalloc's version, e.g. "0.1.0".
