@@ -39,6 +39,61 @@ static const char *errno_name(int e)
 	}
 }
 
+int ha_prof_timeline_on(void)
+{
+	return !ha_prof_opt.exact_totals && ha_prof_opt.timeline_ms > 0;
+}
+
+/* A row of the dump log between dumps, from the helper thread: the totals
+ * and RSS now, when the heap moved since the last row, so that the log
+ * charts the whole run.  A heap that moves again after standing still first
+ * gets a row of the old totals at the previous tick, so a chart holds the
+ * level flat instead of sloping across the pause.  Its seq is the last
+ * dump's number.  Skipped while a dump is being written (which writes a
+ * row of its own). */
+static struct {
+	uint64_t last[2];         /* the totals of the last row */
+	pid_t pid;                /* the process they are of */
+	int still;                /* the heap has not moved since that row */
+	struct timespec prev;     /* the last tick */
+} row;
+
+/* The heap moves again (or a dump comes) after standing still: the old
+ * level at the last tick.  Caller holds ha_prof_dump_lock. */
+static void timeline_hold(const char *lp, uint64_t seq)
+{
+	if (row.still && row.pid == getpid())
+		ha_dumplog_row(lp, seq, row.last, NULL, "timeline", &row.prev);
+	row.still = 0;
+}
+
+void ha_prof_timeline_row(void)
+{
+	if (!ha_prof_running() || !ha_trylock(&ha_prof_dump_lock))
+		return;
+	uint64_t t[2];
+	ha_prof_totals(t);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	char lp[HA_PREFIX_MAX + 64];
+	if (row.pid != getpid()) {
+		row.pid = getpid();
+		row.still = 0;
+		row.last[0] = ~t[0];
+	}
+	if (t[0] != row.last[0] || t[1] != row.last[1]) {
+		ha_naming_log(lp, sizeof lp);
+		timeline_hold(lp, ha_session.ndumps);
+		row.last[0] = t[0];
+		row.last[1] = t[1];
+		ha_dumplog_row(lp, ha_session.ndumps, t, NULL, "timeline", &now);
+	} else {
+		row.still = 1;
+	}
+	row.prev = now;
+	ha_unlock(&ha_prof_dump_lock);
+}
+
 /* With every dump: the peak profile, when it changed since it was written. */
 static void write_peak(int fmt)
 {
@@ -115,6 +170,7 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 	write_peak(fmt);
 	char lp[HA_PREFIX_MAX + 64];
 	ha_naming_log(lp, sizeof lp);
+	timeline_hold(lp, ha_session.ndumps - 1);   /* rows before this dump */
 	ha_dumplog_line(lp, ha_session.ndumps, t, written, reason);
 	ha_naming_retain(ha_session.ndumps, ok);
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);

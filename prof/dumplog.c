@@ -128,8 +128,17 @@ static size_t field(char *line, size_t n, size_t cap, const char *s)
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		     const char *reason)
 {
+	ha_dumplog_row(path, seq, t, file, reason, NULL);
+}
+
+void ha_dumplog_row(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
+		    const char *reason, const struct timespec *at)
+{
 	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
+	if (at)
+		now = *at;
+	else
+		clock_gettime(CLOCK_REALTIME, &now);
 	uint64_t as, rss;
 	if (ha_proc_statm(&as, &rss) != 0)
 		rss = 0;

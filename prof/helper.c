@@ -1,6 +1,7 @@
 /* prof/helper.c — the helper thread: time dumps, signal dumps, threshold
- * dumps queued by allocating threads (profiler.c), and the polling of
- * memwatch.c (RSS growth, the pre-OOM dump).
+ * dumps queued by allocating threads (triggers.c), the dump log's timeline
+ * rows (dump.c), and the polling of memwatch.c (RSS growth, the pre-OOM
+ * dump).
  *
  * A signal handler may not take locks or allocate, so the HEAPPROFILESIGNAL
  * handler only writes one byte to a non-blocking pipe (async-signal-safe)
@@ -92,8 +93,9 @@ static void *helper_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);     /* signals go elsewhere */
-	struct timespec next;
+	struct timespec next, row;
 	clock_gettime(CLOCK_MONOTONIC, &next);
+	row = next;
 	next.tv_sec += interval;
 	for (;;) {
 		struct pollfd pfd = { rd, POLLIN, 0 };
@@ -101,6 +103,9 @@ static void *helper_main(void *arg)
 		int watch = ha_memwatch_period_ms();
 		if (watch > 0 && (to < 0 || to > watch))
 			to = watch;
+		int64_t tick = ha_prof_timeline_on() ? ha_prof_opt.timeline_ms : 0;
+		if (tick > 0 && (to < 0 || to > ms_until(&row)))
+			to = ms_until(&row);
 		int n = poll(&pfd, 1, to > INT32_MAX ? INT32_MAX : (int)to);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -116,6 +121,13 @@ static void *helper_main(void *arg)
 		}
 		if (watch > 0)
 			ha_memwatch_poll();
+		if (tick > 0 && ms_until(&row) == 0) {
+			ha_prof_timeline_row();
+			clock_gettime(CLOCK_MONOTONIC, &row);
+			row.tv_nsec += (long)(tick % 1000) * 1000000;
+			row.tv_sec += tick / 1000 + row.tv_nsec / 1000000000;
+			row.tv_nsec %= 1000000000;
+		}
 		if (interval > 0 && ms_until(&next) == 0) {
 			ha_prof_time_dump();
 			clock_gettime(CLOCK_MONOTONIC, &next);
@@ -198,7 +210,8 @@ void ha_helper_postfork_child(void)
 	pipe_rd = -1;
 	helper_pid = 0;
 	__atomic_store_n(&pending, 0, __ATOMIC_RELAXED);   /* the parent's to dump */
-	helper_lost = interval > 0 || signo > 0 || queue || ha_memwatch_period_ms() > 0;
+	helper_lost = interval > 0 || signo > 0 || queue || ha_memwatch_period_ms() > 0 ||
+		      ha_prof_timeline_on();
 }
 
 void ha_helper_ensure(void)

@@ -146,6 +146,7 @@ typedef struct ha_prof_options {
 	int64_t min_seconds;      /* HEAP_PROFILE_MIN_SECONDS: threshold dump spacing */
 	int64_t rss_interval;     /* HEAP_PROFILE_RSS_INTERVAL, bytes, 0 off */
 	int64_t oom_fraction;     /* HEAP_PROFILE_OOM_FRACTION, parts per million */
+	int64_t timeline_ms;      /* HEAP_PROFILE_TIMELINE_MS: log rows' cadence, 0 off */
 	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
@@ -364,6 +365,10 @@ void ha_dumplog_start(const char *path);
  * written, NULL when the dump failed ("-" in the log). */
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		     const char *reason);
+/* The same with the row's time (CLOCK_REALTIME) given, NULL for now. */
+struct timespec;
+void ha_dumplog_row(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
+		    const char *reason, const struct timespec *at);
 /* A dump's working memory (raw memory, or the reserve when one is set);
  * the reserve is set and used only under ha_prof_dump_lock. */
 void *ha_dump_mem(size_t n);
@@ -405,6 +410,10 @@ int ha_prof_dump(const char *reason, int automatic);
 int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* Time dump from the helper; 0 or errno. */
 void ha_prof_time_dump(void);
+/* Timeline rows (HEAP_PROFILE_TIMELINE_MS) are written in this mode, and
+ * the helper thread writes one now (when the heap moved). */
+int ha_prof_timeline_on(void);
+void ha_prof_timeline_row(void);
 
 /* ---- triggers.c ------------------------------------------------------------ */
 /* Write the threshold dump queued for the helper, if any (helper thread). */

@@ -62,8 +62,8 @@ int ha_prof_start(const char *prefix, int from_env)
 	 * part of the program's profile */
 	int queue = !ha_prof_opt.exact_totals && (ha_prof_opt.alloc_interval > 0 ||
 			ha_prof_opt.dealloc_interval > 0 || ha_prof_opt.inuse_interval > 0);
-	if (queue && !ha_prof_running())
-		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal, 1);
+	if ((queue || ha_prof_timeline_on()) && !ha_prof_running())
+		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal, queue);
 	ha_lock(&ha_prof_dump_lock);
 	if (ha_session.running) {
 		ha_unlock(&ha_prof_dump_lock);

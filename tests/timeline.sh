@@ -36,6 +36,26 @@ peak_books=$(awk '$1 == "heap.peak_in_use" { print $2 }' "$tmp/a/p.0011.stats")
 eq "table: peak.heap line" "$(grep '\.peak\.heap:' "$tmp/t.out")" \
 	"# $tmp/a/p.peak.heap: $peak_books bytes in use ($(awk -v b="$peak_books" 'BEGIN { printf "%.1f KiB", b / 1024 }'); the books, from p.0011.stats)"
 
+# timeline rows between dumps (the suite runs with them off): 40 MiB
+# taken in 2 MiB steps 50 ms apart, held 500 ms, freed; at 100 ms the
+# helper logs the climb, its rows' in_use is allocated - freed, and the
+# table's peak is a row holding the whole 40 MiB
+mkdir "$tmp/r"
+HEAPPROFILE="$tmp/r/p" HEAP_PROFILE_TIMELINE_MS=100 "$W" grow 2 50 40 2>"$tmp/r.err" ||
+	fail "grow exited $?"
+rlog="$tmp/r/p.log"
+nrow=$(grep -c '	timeline$' "$rlog")
+[ "$nrow" -ge 8 ] || fail "timeline rows: $nrow, want >= 8: $(cat "$rlog")"
+eq "timeline rows: in_use = allocated - freed" \
+	"$(awk -F'\t' '$8 == "timeline" && $5 != $3 - $4' "$rlog")" ""
+eq "timeline rows come before the exit dump" \
+	"$(grep -v '^#' "$rlog" | tail -1 | cut -f8 | cut -c1-7)" "Exiting"
+tl "$tmp/r/p" >"$tmp/r.out" 2>"$tmp/r.err2" || fail "table exited $?: $(cat "$tmp/r.err2")"
+eq "timeline: header counts" "$(head -1 "$tmp/r.out" | sed 's/.*p: \([^f]*\) from.*/\1/')" \
+	"1 dumps and $nrow timeline rows"
+eq "timeline: the peak is a row with 40 MiB" \
+	"$(rows "$tmp/r.out" | awk '$5 == "peak" { print $4, ($2 >= 40 * 1048576) }')" "row 1"
+
 # no log: the rows from the dumps, in_use exact from the .stats sidecars
 mkdir "$tmp/n"
 cp -p "$tmp/a"/p.0* "$tmp/n/"

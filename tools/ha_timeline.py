@@ -19,7 +19,7 @@ from decimal import Decimal, InvalidOperation
 PROG = "heapalloc timeline"
 
 # Dump reason -> (kind, legend label, marker), in legend order.  The reasons
-# are the profiler's (prof/profiler.c, memwatch.c, helper.c); anything else
+# are the profiler's (prof/triggers.c, dump.c, memwatch.c, helper.c); anything else
 # is a program's own HeapProfilerDump / heapalloc_profile_dump reason.
 KINDS = [
     ("alloc", "allocation interval", "o"),
@@ -41,6 +41,8 @@ def reason_kind(reason):
     """The kind of a dump from its reason text."""
     if reason is None:
         return "unknown"
+    if reason == "timeline":
+        return "row"          # the helper's row between dumps: no marker
     if reason.startswith("Exiting"):
         return "exit"
     if " allocated cumulatively" in reason:
@@ -233,7 +235,9 @@ def peak_index(rows):
 def print_table(prefix, source, rows, peak, out):
     t0 = rows[0].time
     pi = peak_index(rows)
-    out.write(f"# {PROG} {prefix}: {len(rows)} dumps from {source}, "
+    nrows = sum(1 for r in rows if r.reason == "timeline")
+    what = f"{len(rows) - nrows} dumps" + (f" and {nrows} timeline rows" if nrows else "")
+    out.write(f"# {PROG} {prefix}: {what} from {source}, "
               f"peak in use {rows[pi].in_use} bytes ({fmt_bytes(rows[pi].in_use)}) "
               f"at {rows[pi].time - t0:.3f} s\n")
     if peak:
@@ -320,12 +324,15 @@ def draw(prefix, rows, peak, path, width):
                     label=f"dump: {label}")
     if len(rows) <= 12:   # few enough to name each dump by its number
         for t, v, r in zip(ts, inuse, rows):
+            if r.reason == "timeline":
+                continue
             ax.annotate(str(r.seq), (t, v / div), textcoords="offset points", xytext=(0, 8),
                         ha="center", fontsize=8, color="tab:blue")
 
     pi = peak_index(rows)
     ax.plot([ts[pi]], [inuse[pi] / div], "o", ms=16, mfc="none", mec="tab:red", mew=2,
-            label=f"peak in use: {fmt_bytes(inuse[pi])} (dump {rows[pi].seq})")
+            label=f"peak in use: {fmt_bytes(inuse[pi])} " +
+            ("(between dumps)" if rows[pi].reason == "timeline" else f"(dump {rows[pi].seq})"))
     if peak and peak[0] > 0:
         ax.axhline(peak[0] / div, color="tab:red", ls=":", lw=1.2,
                    label=f"{os.path.basename(prefix)}.peak.heap in use: {fmt_bytes(peak[0])}")
