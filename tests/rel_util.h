@@ -262,7 +262,8 @@ static inline int rel_count_files(const char *dir, const char *suffix)
 
 /* The dump log at path (prof/dumplog.c): -1, with a line on stderr, unless
  * it is the two header lines and then only whole lines of 8 tab-separated
- * fields numbered upwards; else the number of dump lines.  When last is not
+ * fields numbered upwards (timeline rows between them keep the last dump's
+ * number); else the number of dump lines.  When last is not
  * NULL it gets a copy of the last line's file field ("" when none). */
 static inline int rel_log_lines(const char *path, char *last, size_t cap)
 {
@@ -291,11 +292,19 @@ static inline int rel_log_lines(const char *path, char *last, size_t cap)
 		for (char *c = l; c < nl; c++)
 			tabs += *c == '\t';
 		unsigned long long seq = strtoull(l, NULL, 10);
+		/* a timeline row (the helper's, between dumps) carries the
+		 * last dump's number: it must not go back, and is no dump */
+		int row = nl - l > 9 && !memcmp(nl - 9, "\ttimeline", 9);
 		if (tabs != 7)
 			why = "a line without 8 fields";
-		else if (seq <= prev)
+		else if (row ? seq < prev : seq <= prev)
 			why = "dump numbers not going up";
 		prev = seq;
+		if (row) {
+			n--;
+			l = nl + 1;
+			continue;
+		}
 		if (last && cap) {
 			char *f = l;
 			for (int k = 0; k < 6; k++)
