@@ -116,6 +116,33 @@ void ha_dumplog_start(const char *path)
 	append(path, buf, 0);
 }
 
+void ha_dumplog_command(const char *path)
+{
+	char buf[HEADER_LEN + LINE_MAX_LEN];
+	char *line = buf + HEADER_LEN;
+	size_t n = (size_t)ha_snprintf(line, LINE_MAX_LEN, "# command:");
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char arg[LINE_MAX_LEN - 64];
+		ssize_t r;
+		do
+			r = read(fd, arg, sizeof arg);
+		while (r < 0 && errno == EINTR);
+		close(fd);
+		/* arguments space-separated; control bytes, which could split
+		 * the line, become '?' (as in the file and reason fields) */
+		for (ssize_t i = 0; i < r && n + 2 < LINE_MAX_LEN; i++) {
+			unsigned char c = (unsigned char)arg[i];
+			if (i == 0 || arg[i - 1] == 0)
+				line[n++] = ' ';
+			if (c)
+				line[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+		}
+	}
+	line[n++] = '\n';
+	append(path, buf, n);
+}
+
 /* Copy s scrubbed after line[n] (cap bytes in all, 2 kept for "\t" or "\n");
  * the new length.  A field must not split the line or its columns. */
 static size_t field(char *line, size_t n, size_t cap, const char *s)

@@ -175,21 +175,28 @@ void ha_naming_cleanup(void)
 
 /* Tell descendants they are not the root: add HEAPPROFILE_USE_PID=1 to the
  * live environment unless the user set the variable (then their value
- * rules).  ASCII only; no user variable changes; no malloc (raw memory,
- * leaked on purpose: environ may be read at any time). */
+ * rules), and HEAPALLOC_PROFILE_ROOT=<our pid> unless a root above us set
+ * it.  ASCII only; no user variable changes; no malloc (raw memory, leaked
+ * on purpose: environ may be read at any time). */
 void ha_naming_mark_descendants(void)
 {
 	static char var[] = "HEAPPROFILE_USE_PID=1";
-	if (ha_prof_opt.use_pid_set || !environ)
+	static char root[48];
+	int add_pid = !ha_prof_opt.use_pid_set, add_root = !ha_prof_opt.profile_root;
+	if ((!add_pid && !add_root) || !environ)
 		return;
+	ha_snprintf(root, sizeof root, "HEAPALLOC_PROFILE_ROOT=%d", (int)getpid());
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **e = ha_raw_malloc((n + 2) * sizeof *e);
+	char **e = ha_raw_malloc((n + 3) * sizeof *e);
 	if (!e)
 		return;
 	memcpy(e, environ, n * sizeof *e);
-	e[n] = var;
-	e[n + 1] = NULL;
+	if (add_pid)
+		e[n++] = var;
+	if (add_root)
+		e[n++] = root;
+	e[n] = NULL;
 	environ = e;
 }

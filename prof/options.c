@@ -79,6 +79,8 @@ static const opt_row rows[] = {
 	  "dump once when memory use reaches this fraction (0.9 or 90%) of the cgroup or RLIMIT_AS limit; 0 off" },
 	{ "HEAP_PROFILE_TIMELINE_MS", OPT_COUNT, 100, &ha_prof_opt.timeline_ms, NULL, NULL,
 	  "a row of the totals in PREFIX.log every N ms while the heap moves (helper thread); 0 off" },
+	{ "HEAPALLOC_PROFILE_ROOT", OPT_COUNT, 0, &ha_prof_opt.profile_root, NULL, NULL,
+	  "set by heapalloc for a profiled program's descendants: the root's pid" },
 	{ "HEAP_PROFILE_MMAP", OPT_BOOL, 0, &ha_prof_opt.mmap, NULL, NULL,
 	  "also profile the program's mmap, mmap64, mremap and munmap calls (counted in the totals)" },
 };

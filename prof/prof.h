@@ -147,6 +147,7 @@ typedef struct ha_prof_options {
 	int64_t rss_interval;     /* HEAP_PROFILE_RSS_INTERVAL, bytes, 0 off */
 	int64_t oom_fraction;     /* HEAP_PROFILE_OOM_FRACTION, parts per million */
 	int64_t timeline_ms;      /* HEAP_PROFILE_TIMELINE_MS: log rows' cadence, 0 off */
+	int64_t profile_root;     /* HEAPALLOC_PROFILE_ROOT: set in descendants, 0 in the root */
 	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
@@ -361,6 +362,9 @@ int ha_stats_file(const char *path, const char *dump, const char *reason, uint64
 /* Start the dump log at path afresh with its header, unless this process
  * started it already (a restart carries on). */
 void ha_dumplog_start(const char *path);
+/* A comment line "# command: ARGS" (this process's command line), for a
+ * descendant of the profiled program. */
+void ha_dumplog_command(const char *path);
 /* Append dump number seq: t = allocated, freed (bytes); file the path
  * written, NULL when the dump failed ("-" in the log). */
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,

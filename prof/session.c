@@ -112,7 +112,12 @@ int ha_prof_start(const char *prefix, int from_env)
 	__atomic_store_n(&ha_session.running, 1, __ATOMIC_RELEASE);
 	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_session.r <= 1);
 	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0);
-	ha_log("Starting tracking the heap\n");
+	/* gperftools' line, once per process tree: a descendant started by
+	 * the environment names its command in its own log instead */
+	if (!from_env || !ha_prof_opt.profile_root)
+		ha_log("Starting tracking the heap\n");
+	else
+		ha_dumplog_command(lp);
 	ha_unlock(&ha_prof_dump_lock);
 	if (ha_stack_calibrate(ha_prof_opt.mmap != 0)) {   /* static links only; no lock held */
 		ha_lock(&ha_prof_dump_lock);

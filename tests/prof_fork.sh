@@ -21,6 +21,12 @@ grep -q "^Dumping heap profile to ${pfx}_$epid\.0001\.heap (Exiting" "$tmp/err" 
 for p in "" "_$fpid" "_$epid"; do
 	eq "log$p" "$(grep -v '^#' "$pfx$p.log" | cut -f1,7 | tr '\t' ' ')" "1 prøfil é$p.0001.heap"
 done
+# one start line for the whole tree, gperftools' wording; the exec'd child
+# names its command at the top of its log instead (the fork child shares
+# the root's start)
+eq "start lines" "$(grep -c '^Starting tracking the heap$' "$tmp/err")" 1
+eq "exec child's command" "$(grep '^# command:' "${pfx}_$epid.log")" "# command: $W execchild $pfx"
+eq "root log names no command" "$(grep -c '^# command:' "$pfx.log")" 0
 # the root's last file holds the root's 100 kept blocks, not a child's
 if [ -n "$GO" ] && [ -x "$GO" ]; then
 	eq "root site_keep objects" "$(flat inuse_objects "$pfx.0001.heap" site_keep)" 100

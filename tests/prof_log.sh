@@ -51,9 +51,10 @@ HEAPPROFILE="$tmp/f/p" "$W" fork 2>"$tmp/f.err" || fail "fork exited $?"
 kids=$(ls "$tmp/f" | sed -n 's/^p_\([0-9]*\)\.log$/\1/p')
 eq "children's logs" "$(echo "$kids" | grep -c .)" 2
 for c in $kids; do
-	eq "child $c log lines" "$(tail -n +3 "$tmp/f/p_$c.log" | wc -l)" \
+	# (the exec'd one names its command in a "# command:" line)
+	eq "child $c log lines" "$(tail -n +3 "$tmp/f/p_$c.log" | grep -vc '^#')" \
 		"$(ls "$tmp/f" | grep -c "^p_$c\..*\.heap$")"
-	eq "child $c log file" "$(tail -n +3 "$tmp/f/p_$c.log" | cut -f7 | head -1)" "p_$c.0001.heap"
+	eq "child $c log file" "$(tail -n +3 "$tmp/f/p_$c.log" | grep -v '^#' | cut -f7 | head -1)" "p_$c.0001.heap"
 done
 
 # the log's name taken by a directory: one line, the dumps still written

@@ -288,6 +288,11 @@ static inline int rel_log_lines(const char *path, char *last, size_t cap)
 			why = "a line without its newline";
 			break;
 		}
+		if (*l == '#') {          /* a descendant's "# command:" line */
+			n--;
+			l = nl + 1;
+			continue;
+		}
 		int tabs = 0;
 		for (char *c = l; c < nl; c++)
 			tabs += *c == '\t';

@@ -18,6 +18,8 @@ def check_log(data, problems):
         problems.append((1, 'want two "#" header lines, the second "# seq<TAB>time<TAB>..."'))
         return len(lines)
     for k, l in enumerate(lines[2:], 3):
+        if l.startswith('# command:'):     # a descendant names its command line
+            continue
         f = l.split('\t')
         if (len(f) != 8 or not f[0].isdigit() or not re.match(r'^[0-9]+(\.[0-9]+)?$', f[1])
                 or not all(x.isdigit() for x in f[2:6]) or not f[6]):
