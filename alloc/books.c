@@ -117,6 +117,46 @@ void ha_books_sync_slow(ha_tcache *tc)
 	tc->compat_left = 0;
 	tc->compat = mode == HA_PROF_COMPAT;
 	tc->free_check = mode == HA_PROF_OFF ? INT64_MAX : 0;
+	tc->prof_fresh = mode != HA_PROF_OFF;
+}
+
+void ha_books_check(ha_tcache *tc)
+{
+	int64_t b[2];
+	ha_prof_check(b);
+	tc->alloc_check = b[0];
+	tc->free_check = b[1];
+}
+
+/* The one path from an allocation to sampling.  The countdown was armed to
+ * min(to_sample, alloc_check); what was consumed since comes off both, so
+ * the samples stay the sampler's exponential process while a thread's
+ * threshold checks still come at the exact byte. */
+int ha_books_due(ha_tcache *tc, int64_t before, size_t charge, int64_t *next)
+{
+	int64_t consumed = (int64_t)charge;
+	if (HA_UNLIKELY(tc->prof_fresh)) {      /* this thread's first of the session */
+		tc->prof_fresh = 0;
+		tc->to_sample = ha_prof_sample_distance();
+		ha_books_check(tc);
+	} else if (tc->armed > before) {
+		consumed += tc->armed - before;  /* charged since it was armed */
+	}
+	int sample = 0;
+	if (consumed > tc->to_sample) {
+		sample = 1;
+		tc->to_sample = ha_prof_sample_distance();
+	} else {
+		tc->to_sample -= consumed;
+	}
+	if ((tc->alloc_check -= consumed) < 0)
+		ha_books_check(tc);
+	int64_t n = tc->to_sample < tc->alloc_check ? tc->to_sample : tc->alloc_check;
+	if (n < 0)
+		n = 0;
+	tc->armed = n;
+	*next = n;
+	return sample;
 }
 
 void ha_alloc_profiling(int mode, int record_all)
@@ -146,4 +186,6 @@ void ha_alloc_call_back_next(void)
 	if (tc->state == 1)
 		ha_books_set_countdown(tc, 0);
 	tc->compat_left = 0;
+	tc->to_sample = -1;
+	tc->armed = 0;
 }

@@ -125,7 +125,7 @@ static void note_alloc(ha_tcache *tc, void *p, uint64_t *h, size_t n)
 	}
 	int64_t left = tc->compat_left - (int64_t)n;
 	if (HA_UNLIKELY(left < 0 || (n == 0 && tc->compat_left == 0))) {
-		if (ha_prof_due(tc->compat_left, n, &left) && ha_prof_sampled(p, n, n)) {
+		if (ha_books_due(tc, tc->compat_left, n, &left) && ha_prof_sampled(p, n, n)) {
 			if (h)
 				h[1] ^= HA_HDR_SAMPLED;
 			else
@@ -298,7 +298,7 @@ void ha_sample_mark(void *p, uint32_t rec, size_t charge)
 static HA_NOINLINE void free_check(unsigned cls, uint64_t *h)
 {
 	ha_tcache *tc = &ha_tc;
-	tc->free_check = ha_prof_check();
+	ha_books_check(tc);
 	ha_push_checked(cls, h);
 }
 

@@ -111,7 +111,7 @@ static int countdown_due(ha_tcache *tc, size_t charge)
 	int sample = 0;
 	tc->sample_left -= (int64_t)charge;   /* allocated first: totals see it */
 	if (ha_hot.prof_mode == HA_PROF_ON)
-		sample = ha_prof_due(before > 0 ? before : 0, charge, &next);
+		sample = ha_books_due(tc, before > 0 ? before : 0, charge, &next);
 	ha_books_set_countdown(tc, next);
 	return sample;
 }
@@ -235,7 +235,7 @@ int ha_charge_mapping(size_t n)
 		ha_books_req(tc, 0, n);
 		int64_t left = tc->compat_left - (int64_t)n;
 		if (left < 0 || (n == 0 && tc->compat_left == 0))
-			sample = ha_prof_due(tc->compat_left, n, &left);
+			sample = ha_books_due(tc, tc->compat_left, n, &left);
 		tc->compat_left = left;
 	} else if (tc->sample_left - (int64_t)n <= 0 || tc->state != 1) {
 		sample = countdown_due(tc, n);

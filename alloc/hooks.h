@@ -6,13 +6,15 @@
  * The countdown.  Every allocation charges its bytes to the thread's
  * countdown (the allocated unit: class bytes for small blocks, usable bytes
  * for big ones; requested bytes in compatibility mode) on the same fast
- * path whether profiling is on or off.  When the countdown does not cover an
- * allocation, the allocator calls ha_prof_due with what was left; the
- * profiler says whether this allocation is sampled and returns the next
- * countdown.  A sampled block is then allocated where its free reaches the
- * allocator's slow path (a big block, a compatibility-mode header, or a
- * marked span when everything is recorded) and handed to ha_prof_sampled;
- * its free calls ha_prof_on_free.
+ * path whether profiling is on or off.  The allocator arms it with the
+ * nearer of two budgets it keeps per thread (alloc/books.c, ha_books_due):
+ * the bytes to the next sampled byte, which only ha_prof_sample_distance
+ * draws, and the bytes to the next threshold check, which only
+ * ha_prof_check sets (with the freed-bytes budget beside it).  A sampled
+ * block is then allocated where its free reaches the allocator's slow path
+ * (a big block, a compatibility-mode header, or a marked span when
+ * everything is recorded) and handed to ha_prof_sampled; its free calls
+ * ha_prof_on_free.
  *
  * The profiler calls in only through the second half of this file:
  * switches (ha_alloc_profiling, ha_alloc_mmap_profiling), the books
@@ -32,10 +34,11 @@
 /* ---- implemented by the profiler (prof/), called from allocator slow
  * paths with no allocator lock held ---------------------------------- */
 
-/* The countdown ran out: before is what it held (>= 0) before an
- * allocation charged `charge` bytes.  Returns 1 when this allocation is
- * sampled; *next is the next countdown (>= 0; 0 marks the next byte). */
-int ha_prof_due(int64_t before, size_t charge, int64_t *next);
+/* The distance in bytes from here to the next sampled byte, drawn afresh
+ * (>= 0: an allocation that covers it is sampled); -1: the next allocation
+ * is sampled whatever its size (static-link calibration).  Called at a
+ * thread's first slow allocation of a session and after each sample. */
+int64_t ha_prof_sample_distance(void);
 /* A sampled allocation's block p is ready: record its stack with `size`
  * bytes (req: requested).  1 when recorded: its free must be reported. */
 int ha_prof_sampled(void *p, size_t req, size_t size);
@@ -47,9 +50,10 @@ void ha_prof_on_free(void *p);
  * the record and `size` back. */
 uint32_t ha_prof_sampled_kept(void *p, size_t req, size_t size);
 void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session);
-/* This thread's freed-bytes budget ran out: check the dump thresholds;
- * returns the next budget (INT64_MAX: none). */
-int64_t ha_prof_check(void);
+/* A threshold budget of this thread ran out: check the dump thresholds
+ * and set budget[0], the bytes this thread may allocate, and budget[1],
+ * the bytes it may free, before the next check (INT64_MAX: none). */
+void ha_prof_check(int64_t budget[2]);
 /* Mapping profiling (HEAP_PROFILE_MMAP), from alloc/mmap.c's slow path:
  * 1 when this thread's mmap calls count now (profiling runs with the
  * option on, and this thread is not inside the profiler). */
@@ -117,7 +121,8 @@ void ha_books(uint64_t out[2], uint64_t req[2]);
 /* The program's mmap family goes to ha_prof_mmap_counts (on) or is a bare
  * system call (off). */
 void ha_alloc_mmap_profiling(int on);
-/* The calling thread's next allocation calls ha_prof_due. */
+/* The calling thread's next allocation goes to the slow path and asks
+ * ha_prof_sample_distance again. */
 void ha_alloc_call_back_next(void);
 /* Whether profiling still runs the session a block was counted in (its
  * header's): a record kept in a block is only good for its own session. */

@@ -294,6 +294,11 @@ typedef struct ha_tcache {
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on
 				  * the cache's bytes at every slow path */
 	uint32_t max[HA_NCLASSES];
+	/* profiling's two budgets behind the countdown (ha_books_due) */
+	int64_t armed;           /* what the countdown was last set to */
+	int64_t to_sample;       /* bytes to the next sampled byte; -1: the next allocation */
+	int64_t alloc_check;     /* allocated bytes to the next threshold check */
+	int prof_fresh;          /* a session began: draw both afresh */
 } ha_tcache;
 
 static inline uint32_t ha_tl_len(const ha_tcache *tc, unsigned c)
@@ -419,12 +424,18 @@ static inline void ha_books_sync(ha_tcache *tc)
 void ha_books_alloc(ha_tcache *tc, int64_t bytes);
 void ha_books_big(ha_tcache *tc, int64_t bytes);
 void ha_books_net(ha_tcache *tc, int64_t bytes);
+/* A threshold budget ran out: the profiler checks and sets both. */
+void ha_books_check(ha_tcache *tc);
 /* Freed bytes seen at a slow path: counts down to a threshold check. */
 static inline void ha_books_freed(ha_tcache *tc, int64_t bytes)
 {
 	if (HA_UNLIKELY((tc->free_check -= bytes) < 0))
-		tc->free_check = ha_prof_check();
+		ha_books_check(tc);
 }
+/* The countdown (sample_left, or compat_left in compatibility mode) held
+ * before (>= 0) when an allocation charged `charge` bytes it did not
+ * cover: 1 when this allocation is sampled; *next is the countdown now. */
+int ha_books_due(ha_tcache *tc, int64_t before, size_t charge, int64_t *next);
 /* Publish this thread's books (its record), exactly when count_cache. */
 void ha_books_publish(ha_tcache *tc, int count_cache);
 /* Compatibility mode: requested bytes allocated / freed by this thread. */

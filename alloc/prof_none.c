@@ -5,10 +5,9 @@
  * whatever the mode (threshold checks, mappings, fork). */
 #include "alloc/internal.h"
 
-int ha_prof_due(int64_t before, size_t charge, int64_t *next)
+int64_t ha_prof_sample_distance(void)
 {
-	*next = HA_COUNTDOWN_OFF;
-	return 0;
+	return HA_COUNTDOWN_OFF;
 }
 
 int ha_prof_sampled(void *p, size_t req, size_t size)
@@ -29,9 +28,9 @@ void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
 {
 }
 
-int64_t ha_prof_check(void)
+void ha_prof_check(int64_t budget[2])
 {
-	return INT64_MAX;
+	budget[0] = budget[1] = INT64_MAX;
 }
 
 int ha_prof_mmap_counts(void)

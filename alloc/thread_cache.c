@@ -149,7 +149,7 @@ static void enforce_budget(ha_tcache *tc);
 static inline void check_frees(ha_tcache *tc)
 {
 	if (HA_UNLIKELY(tc->free_check < 0))
-		tc->free_check = ha_prof_check();
+		ha_books_check(tc);
 }
 
 

@@ -1,20 +1,14 @@
-/* prof/hooks.c — the allocator-facing hooks (alloc/hooks.h): ha_prof_due,
- * ha_prof_sampled(_kept), ha_prof_on_free(_kept) and ha_prof_check.
+/* prof/hooks.c — the allocator-facing hooks (alloc/hooks.h):
+ * ha_prof_sample_distance, ha_prof_sampled(_kept), ha_prof_on_free(_kept)
+ * and ha_prof_check.
  *
- * Countdown protocol (alloc/hooks.h): when a thread's countdown does not
- * cover an allocation the allocator calls ha_prof_due() with what was left
- * (before) and the allocation's charge, so the bytes consumed since our
- * last return are  armed - before + charge.  We return (>= 0; 0 marks the
- * next byte)
- *     min(distance to the next sample, bytes to the next threshold check)
- * and remember how much of it was sampling distance (ha_countdown.sdist),
- * so the sampling stays exactly the exponential process of sampler.c while
- * a single thread still sees allocation / in-use dumps at the exact byte.
- * With several threads a thread's check budget is the remaining distance
- * divided by the number of threads.  Frees reach us through the
- * allocator's freed-bytes budget (ha_prof_check).
+ * Countdown contract (alloc/hooks.h): the allocator keeps the countdown and
+ * its two budgets; we only draw the distance to the next sample (sampler.c)
+ * and, at a check, say how many bytes this thread may allocate and free
+ * before the next one: with several threads, the remaining distance to a
+ * threshold divided by the number of threads.
  *
- * Owns this thread's view of the countdown (ha_countdown).  The sampling
+ * Owns this thread's threshold budgets (ha_countdown).  The sampling
  * path is the hot one: record_sample and sampled are inlined, so the
  * unwinder runs from the hook's own frame and nothing else is called.  Never
  * unwinds while holding a lock; never calls the public malloc while
@@ -93,49 +87,12 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	ha_table_unlock();
 }
 
-int ha_prof_due(int64_t before, size_t charge, int64_t *next)
+int64_t ha_prof_sample_distance(void)
 {
-	*next = 0;                /* by default: call back at the next allocation */
 	if (HA_UNLIKELY(ha_stack_calibrating()))
-		return 1;         /* ha_prof_sampled learns the frames */
-	if (!ha_session.running)
-		return 0;   /* stopped (a malloc racing the stop): call back next time,
-			     * never leave a countdown a new session would inherit */
-	if (ha_prof_busy)               /* our own allocation: never sampled, */
-		return 0;               /* and the next one calls us again */
-	ha_prof_busy = 1;
+		return -1;        /* every probe allocation: ha_prof_sampled learns the frames */
 	ha_helper_ensure();
-	int64_t consumed;
-	uint32_t gen = __atomic_load_n(&ha_session.gen, __ATOMIC_ACQUIRE);
-	if (ha_countdown.gen != gen) {          /* this thread's first call of the session */
-		ha_countdown.gen = gen;
-		ha_countdown.sdist = ha_sampler_next(ha_session.r);
-		ha_countdown.tbudget = __atomic_load_n(&ha_session.share, __ATOMIC_RELAXED);
-		consumed = (int64_t)charge;
-	} else {
-		consumed = ha_countdown.armed - before + (int64_t)charge;
-	}
-	if (consumed < (int64_t)charge)
-		consumed = (int64_t)charge;
-	int sample = 0;
-	if (consumed > ha_countdown.sdist) {
-		sample = 1;
-		ha_countdown.sdist = ha_sampler_next(ha_session.r);
-	} else {
-		ha_countdown.sdist -= consumed;
-	}
-	ha_countdown.tbudget -= consumed;
-	if (ha_countdown.tbudget < 0)
-		ha_prof_check_thresholds();
-	if (HA_UNLIKELY(ha_prof_peak_pending) && !sample)
-		take_peak();
-	int64_t c = ha_countdown.sdist < ha_countdown.tbudget ? ha_countdown.sdist : ha_countdown.tbudget;
-	if (c < 0)
-		c = 0;
-	ha_countdown.armed = c;
-	*next = c;
-	ha_prof_busy = 0;
-	return sample;
+	return ha_sampler_next(ha_session.r);
 }
 
 static inline __attribute__((always_inline)) int sampled(void *p, size_t req, size_t size,
@@ -191,17 +148,29 @@ void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
 	ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
 }
 
-int64_t ha_prof_check(void)
+void ha_prof_check(int64_t budget[2])
 {
-	if (!ha_session.running || ha_session.d_int <= 0)
-		return INT64_MAX;   /* frees matter only to the deallocation interval */
-	if (ha_prof_busy || ha_prof_fork_window)
-		return 0;
+	budget[0] = budget[1] = INT64_MAX;
+	if (!ha_session.running)
+		return;
+	if (ha_prof_busy || ha_prof_fork_window) {
+		budget[0] = budget[1] = 0;    /* our own allocation: again at the next */
+		return;
+	}
 	ha_prof_busy = 1;
-	if (ha_countdown.gen != __atomic_load_n(&ha_session.gen, __ATOMIC_ACQUIRE))
-		ha_countdown.tbudget = 0;   /* not started here yet: ha_prof_due sets it */
+	int pending = ha_prof_peak_pending;
 	ha_prof_check_thresholds();
-	int64_t b = ha_countdown.fbudget;
+	budget[0] = ha_countdown.tbudget;
+	if (ha_session.d_int > 0)     /* frees matter only to the deallocation interval */
+		budget[1] = ha_countdown.fbudget;
+	/* a new high is copied once the allocation that made it is in the
+	 * table: by ha_prof_sampled when it is sampled, else at the next check,
+	 * one allocation on */
+	if (HA_UNLIKELY(ha_prof_peak_pending)) {
+		if (pending)
+			take_peak();
+		else
+			budget[0] = 0;
+	}
 	ha_prof_busy = 0;
-	return b;
 }

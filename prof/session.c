@@ -106,8 +106,6 @@ int ha_prof_start(const char *prefix, int from_env)
 	char lp[HA_PREFIX_MAX + 64];
 	ha_naming_log(lp, sizeof lp);
 	ha_dumplog_start(lp);
-	uint64_t zero[2] = { 0, 0 };
-	ha_session.share = ha_prof_alloc_room(zero);
 	__atomic_fetch_add(&ha_session.gen, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&ha_session.running, 1, __ATOMIC_RELEASE);
 	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_session.r <= 1);

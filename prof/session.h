@@ -34,7 +34,6 @@ struct ha_session {
 	uint64_t written;         /* profiles written */
 	uint64_t samples;
 	uint32_t gen;             /* bumped by every start */
-	int64_t share;            /* a thread's check budget at the last check */
 	int compat;               /* HEAP_PROFILE_EXACT_TOTALS for this start */
 	int64_t keep;             /* HEAP_PROFILE_KEEP for this start */
 	int64_t min_ns;           /* HEAP_PROFILE_MIN_SECONDS, in ns; 0 off */
@@ -70,12 +69,9 @@ struct ha_kept_dumps {
 };
 extern HA_HIDDEN struct ha_kept_dumps ha_kept_dumps;
 
-/* This thread's view of the countdown (hooks.c; triggers.c sets the
- * budgets at each check). */
+/* This thread's threshold budgets, as triggers.c sets them at each check
+ * (hooks.c hands them to the allocator). */
 struct ha_countdown {
-	uint32_t gen;
-	int64_t armed;            /* the countdown we last returned */
-	int64_t sdist;            /* of it, bytes to the next sample */
 	int64_t tbudget;          /* allocation bytes until the next check */
 	int64_t fbudget;          /* freed bytes until the next check */
 };

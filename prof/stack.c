@@ -295,7 +295,7 @@ static HA_TLS unsigned walks;
  * which glibc's fork does not reset: a fork's child would inherit them held
  * and wait for them at its first sample, so prefork closes the gate and
  * waits until nobody is inside.  Being
- * inside counts as a held lock (alloc/internal.h), so a signal handler's
+ * inside counts as a held lock (alloc/lock.h), so a signal handler's
  * fork on such a thread never waits for itself.  The rule walk calls no
  * libunwind and needs no gate. */
 static int unwinding, unwind_gate;

@@ -154,7 +154,6 @@ void ha_prof_check_thresholds(void)
 	if (ha_prof_alloc_room(t) > 0 && free_room(t) > 0 && ha_session.running) {
 		ha_countdown.tbudget = per_thread(ha_prof_alloc_room(t));
 		ha_countdown.fbudget = per_thread(free_room(t));
-		__atomic_store_n(&ha_session.share, ha_countdown.tbudget, __ATOMIC_RELAXED);
 		return;
 	}
 	int sync = ha_session.compat;
@@ -195,7 +194,6 @@ void ha_prof_check_thresholds(void)
 		}
 		ha_countdown.tbudget = per_thread(ha_prof_alloc_room(t));
 		ha_countdown.fbudget = per_thread(free_room(t));
-		__atomic_store_n(&ha_session.share, ha_countdown.tbudget, __ATOMIC_RELAXED);
 	} else {
 		ha_countdown.tbudget = ha_countdown.fbudget = INT64_MAX;
 	}
