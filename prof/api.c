@@ -104,7 +104,7 @@ HA_EXPORT char *GetHeapProfile(void)
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	if (ha_prof_running())
-		ha_writer_profile(&o, ha_prof_opt.sample_interval);
+		ha_writer_profile(&o, ha_prof_rate());
 	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
 	char *s = malloc(o.len + 1);  /* public malloc: no profiler lock held */
@@ -128,7 +128,7 @@ HA_EXPORT int heapalloc_profile_pprof(void **buf, size_t *len)
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
-	int err = ha_prof_running() ? ha_pprof_mem(&gz, ha_prof_opt.sample_interval) : ENOENT;
+	int err = ha_prof_running() ? ha_pprof_mem(&gz, ha_prof_rate()) : ENOENT;
 	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
 	if (!err) {

@@ -403,6 +403,9 @@ extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
 int ha_prof_start(const char *prefix, int from_env);
 void ha_prof_stop(void);
 int ha_prof_running(void);
+/* The session's mean sampling interval: what the sampler draws with and
+ * every profile is written with. */
+int64_t ha_prof_rate(void);
 uint64_t ha_prof_dumps(void);
 uint64_t ha_prof_samples(void);
 /* (ha_prof_prefork, ha_prof_postfork: alloc/hooks.h) */

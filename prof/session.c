@@ -40,6 +40,11 @@ int ha_prof_running(void)
 	return __atomic_load_n(&ha_session.running, __ATOMIC_ACQUIRE);
 }
 
+int64_t ha_prof_rate(void)
+{
+	return ha_session.r;
+}
+
 int ha_prof_start(const char *prefix, int from_env)
 {
 	if (!prefix || !*prefix)
