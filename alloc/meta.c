@@ -5,6 +5,7 @@
  * malloc, so it is safe during init and from inside any allocator path.
  */
 #include "alloc/internal.h"
+#include "alloc/debug.h"
 #include <sys/mman.h>
 
 #define META_CHUNK ((size_t)2 << 20)
@@ -30,6 +31,7 @@ void *ha_meta_alloc(size_t bytes)
 	}
 	void *p = meta_cur;
 	meta_cur += bytes;
+	HA_ASSERT(((uintptr_t)p & 15) == 0 && meta_cur <= meta_end);
 	ha_unlock(&meta_lock);
 	return p;
 }

@@ -16,6 +16,7 @@
  * (NULL), which is how free() tells them apart.
  */
 #include "alloc/internal.h"
+#include "alloc/debug.h"
 #include <errno.h>
 
 ha_pagemap ha_pm;
@@ -49,6 +50,7 @@ static uintptr_t *leaf_for(uintptr_t pg)
 
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 {
+	HA_ASSERT(bytes > 0 && (start & (HA_PAGE_SIZE - 1)) == 0);
 	uintptr_t pg = start >> HA_PAGE_SHIFT, end = (start + bytes - 1) >> HA_PAGE_SHIFT;
 	if (end >> (HA_PM_ROOT_BITS + HA_PM_LEAF_BITS))
 		return ENOMEM;
@@ -58,6 +60,8 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 			return ENOMEM;
 		__atomic_store_n(&leaf[pg & HA_PM_LEAF_MASK],
 				 s ? (uintptr_t)s - (uintptr_t)&ha_pm.nospan : 0, __ATOMIC_RELEASE);
+		/* the lock-free reader sees what was stored, on every page */
+		HA_ASSERT(ha_pagemap_get((const void *)(pg << HA_PAGE_SHIFT)) == s);
 	}
 	return 0;
 }

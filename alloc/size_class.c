@@ -21,9 +21,11 @@
  * whose tail waste is at most 1/32 of the span.  Batch: objects moved per
  * transfer between a thread cache and the central cache, 128 KiB worth,
  * clamped to [4, 32].
- * Never allocates; called once from ha_init_slow().
+ * Never allocates; called once from ha_init_slow().  Debug builds check
+ * the finished tables against these rules (check_tables).
  */
 #include "alloc/internal.h"
+#include "alloc/debug.h"
 
 uint16_t ha_class_tab[HA_SMALL_MAX / 16 + 1];
 static uint8_t class_lo[1024 / 8 + 1];     /* by (n + 7) / 8: ha_class_hdr_lo */
@@ -57,6 +59,35 @@ static uint32_t pick_span(uint32_t size)
 		if ((b % size) * 32 <= b)
 			return b;
 	return min;
+}
+
+/* The tables against the rules above: sizes rise, every lookup gives the
+ * smallest class that holds the request, spans are whole pages of >= 8
+ * objects, and free's block-start check finds every object's index. */
+static void check_tables(void)
+{
+	for (unsigned c = 2; c < HA_NCLASSES; c++)
+		HA_ASSERT(ha_class_size[c] > ha_class_size[c - 1]);
+	for (size_t n = 1; n <= 32768; n++) {
+		unsigned c = ha_size_to_class(n);
+		HA_ASSERT(c >= 1 && c < HA_CLASS_HDR_MAX);
+		HA_ASSERT(ha_class_size[c] >= n && (c == 1 || ha_class_size[c - 1] < n));
+	}
+	for (size_t n = 0; n <= HA_HDR_LO_MAX; n++) {
+		size_t need = (n ? n : 1) + 16;
+		unsigned c = ha_class_hdr_lo[(n + 7) >> 3];
+		HA_ASSERT(ha_class_size[c] >= need && ha_class_size[c - 1] < need);
+	}
+	for (unsigned c = 1; c < HA_NCLASSES; c++) {
+		uint32_t s = ha_class_size[c], span = ha_class_span_bytes[c];
+		HA_ASSERT(span % HA_PAGE_SIZE == 0 && span / s >= 8);
+		HA_ASSERT(ha_class_batch[c] >= 4 && ha_class_batch[c] <= 32);
+		for (uint64_t k = 0; k * s < span; k++) {
+			uint64_t q = k * s * ha_class_inv[c];
+			unsigned r = ha_class_ror[c];
+			HA_ASSERT(((q >> r) | (q << (-r & 63))) == k);
+		}
+	}
 }
 
 void ha_size_class_init(void)
@@ -101,4 +132,6 @@ void ha_size_class_init(void)
 		ha_class_inv[c] = x;
 		ha_class_ror[c] = r;
 	}
+	if (HA_DEBUG)
+		check_tables();
 }

@@ -2,6 +2,7 @@
  * malloc_trim, mallopt, mallinfo, mallinfo2, malloc_stats, and the
  * allocator's half of heapalloc_get_stats.
  */
+#include "config.h"
 #include "alloc/internal.h"
 #include "heapalloc.h"
 #include <malloc.h>
@@ -108,7 +109,7 @@ HA_EXPORT void malloc_stats(void)
 	ha_log("heapalloc %s\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
 	       "large blocks     = %10zu (%zu bytes)\nthread caches    = %10llu (%llu bytes)\n"
 	       "metadata bytes   = %10llu\n",
-	       "0.1.0", mi.arena + mi.hblkhd, mi.uordblks, mi.hblks, mi.hblkhd,
+	       PACKAGE_VERSION, mi.arena + mi.hblkhd, mi.uordblks, mi.hblks, mi.hblkhd,
 	       (unsigned long long)n, (unsigned long long)tcb,
 	       (unsigned long long)ha_meta_bytes());
 }

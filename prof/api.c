@@ -14,9 +14,7 @@
 #include "prof/prof.h"
 #include "heapalloc.h"
 
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "0.1.0"
-#endif
+#include "config.h"
 
 HA_EXPORT const char *heapalloc_version(void)
 {
