@@ -1,4 +1,4 @@
-/* tests/rel_util.h — shared helpers of the reliability tests (issue 5).
+/* tests/rel_util.h — shared helpers of the reliability tests.
  *
  * Scratch directories, re-executing the test under profiler environment
  * variables (HEAPPROFILE is read at process start, so a test that needs it
