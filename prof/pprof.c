@@ -496,39 +496,29 @@ int ha_pprof_file(const char *path, int64_t r)
 	return ha_pprof_file_from(path, r, NULL);
 }
 
+struct gz_job {
+	const char *buf;
+	size_t len;
+};
+
+/* ha_write_file's filler: the encoded profile, gzipped into the file; a
+ * failure is the output's error, so no partial file is renamed into place. */
+static void fill_gz(ha_out *f, void *arg)
+{
+	const struct gz_job *j = arg;
+	int e = gzip_to(f, j->buf, j->len);
+	if (e && !f->err)
+		f->err = e;
+}
+
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 {
-	char tmp[4096 + 16];
-	size_t pl = strlen(path);
-	if (pl + 5 > sizeof tmp)
-		return ENAMETOOLONG;
-	memcpy(tmp, path, pl);
-	memcpy(tmp + pl, ".tmp", 5);
 	ha_out o = { NULL, 0, 0, -1, 0 };
 	encode(&o, r, set);
 	int err = o.err;
-	int fd = -1, tries = 0;
-	/* the temporary name is created afresh, never followed (as writer.c) */
-	while (!err) {
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-		if (fd >= 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno != EEXIST || tries++ > 0)
-			err = errno;
-		else
-			unlink(tmp);
-	}
 	if (!err) {
-		ha_out f = { NULL, 0, 0, fd, 0 };
-		err = gzip_to(&f, o.buf, o.len);
-		if (close(fd) != 0 && !err && errno != EINTR)
-			err = errno;
-		if (!err && rename(tmp, path) != 0)
-			err = errno;
-		if (err)
-			unlink(tmp);
+		struct gz_job j = { o.buf, o.len };
+		err = ha_write_file(path, fill_gz, &j);   /* temp name, rename (writer.c) */
 	}
 	if (o.buf)
 		ha_dump_mem_free(o.buf);
