@@ -28,13 +28,18 @@
  *     thread's TLS vector) through malloc, and those bytes would show in
  *     the profile and its exact totals as if the program had asked for
  *     them.  A thread started before profiling began keeps running.
- *   - Until it runs (profiling, or the thread cannot be created) the caches
- *     decay at their own slow paths; a failed start is retried after
+ *   - HEAPALLOC_PURGE_THREAD=0 keeps a program single-threaded: never
+ *     started (read at the first kick, when the environment is surely set
+ *     up; turning a thread off needs no AT_SECURE guard).
+ *   - Until it runs (profiling, switched off, or the thread cannot be
+ *     created) the caches decay at their own slow paths, and malloc_trim
+ *     gives everything back at once; a failed start is retried after
  *     RETRY_MS.
  */
 #include "alloc/internal.h"
 #include <linux/futex.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -42,11 +47,12 @@
 #define RETRY_MS 10000
 #define STACK_BYTES ((size_t)64 << 10)
 
-enum { ABSENT, STARTING, RUNNING, FAILED };
-static int state;            /* ABSENT .. FAILED, atomic */
+enum { ABSENT, STARTING, RUNNING, FAILED, DISABLED };
+static int state;            /* ABSENT .. DISABLED, atomic */
 static int asleep;           /* futex word: 1 while the thread waits on it */
 static uint32_t failed_at;   /* ms clock of the last failed start */
 static int atfork_done;
+static int warned;           /* a bad HEAPALLOC_PURGE_THREAD was reported */
 
 /* Every cache's decay step: nonzero while one still holds bytes that
  * will decay (come back later). */
@@ -84,17 +90,28 @@ static void *purge_main(void *arg)
 /* In the child of a fork: the thread did not come along. */
 static void purge_child(void)
 {
-	state = ABSENT;
+	if (state != DISABLED)
+		state = ABSENT;
 	asleep = 0;
 }
 
 static void start(void)
 {
 	int st = __atomic_load_n(&state, __ATOMIC_RELAXED);
-	if (st == FAILED && (uint32_t)(ha_now_ms() - failed_at) < RETRY_MS)
+	if (st == DISABLED || (st == FAILED && (uint32_t)(ha_now_ms() - failed_at) < RETRY_MS))
 		return;
 	if (!__atomic_compare_exchange_n(&state, &st, STARTING, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;   /* someone else is starting it (maybe this thread, inside pthread_create) */
+	if (st == ABSENT) {
+		const char *v = getenv("HEAPALLOC_PURGE_THREAD");
+		if (v && v[0] == '0' && !v[1]) {
+			__atomic_store_n(&state, DISABLED, __ATOMIC_RELEASE);
+			return;
+		}
+		if (v && !(v[0] == '1' && !v[1]) && !warned++)   /* once, children included */
+			ha_log("heapalloc: HEAPALLOC_PURGE_THREAD=%s is not 0 or 1; "
+			       "the purge thread stays on\n", v);
+	}
 	if (!atfork_done && pthread_atfork(NULL, NULL, purge_child) == 0)
 		atfork_done = 1;
 	pthread_attr_t attr;

@@ -13,11 +13,15 @@
  *                  in a quiet second;
  *   SPIKE_FORK     a child forked after the spike (no purge thread in it)
  *                  gets the memory of its own spike back the same way;
+ *   SPIKE_NOTHREAD HEAPALLOC_PURGE_THREAD=0: the process stays
+ *                  single-threaded and malloc_trim(0) gives the spike back
+ *                  at once instead;
  * and calloc over the blocks just freed, and over those given back, reads
  * zero in every byte. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -164,6 +168,23 @@ static long purge_switches(void)
 }
 #endif
 
+#ifdef SPIKE_NOTHREAD
+/* Threads of this process, from /proc/self/status, or -1. */
+static long threads_now(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0)
+		return -1;
+	buf[got] = 0;
+	char *t = strstr(buf, "\nThreads:");
+	return t ? atol(t + 9) : -1;
+}
+#endif
+
 int main(void)
 {
 	long base = rss_now();
@@ -171,6 +192,21 @@ int main(void)
 		HARD_ERROR("cannot read /proc/self/statm");
 	if (SPIKE_BUSY)
 		churn();
+#ifdef SPIKE_NOTHREAD
+	setenv("HEAPALLOC_PURGE_THREAD", "0", 1);
+	spike(1, N);
+	struct timespec wait = { 1, 500 * 1000 * 1000 };
+	nanosleep(&wait, NULL);
+	long threads = threads_now(), kept = rss_now();
+	malloc_trim(0);
+	long trimmed = rss_now();
+	fprintf(stderr, "no purge thread: %ld thread(s) 1.5 s after the spike, RSS %ld KiB before "
+		"it, %ld KiB kept, %ld KiB after malloc_trim(0)\n", threads, base, kept, trimmed);
+	CHECK_EQ(threads, 1);
+	CHECK_LE(trimmed, base + 16 * 1024);
+	calloc_zero(N / 10);
+	return CHECK_DONE();
+#endif
 	spike(1, N);
 	long freed = rss_now(), last = -1;
 	long ms = wait_back(base + 16 * 1024, &last);
