@@ -536,3 +536,20 @@ int ha_pprof_mem(ha_out *gz, int64_t r)
 		ha_dump_mem_free(o.buf);
 	return err;
 }
+
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set)
+{
+	ha_out o = { NULL, 0, 0, -1, 0 };
+	ha_lock(&ha_prof_dump_lock);
+	int err = ha_prof_running() ? 0 : ENOENT;
+	if (!err) {
+		encode(&o, r, set);
+		err = o.err;
+	}
+	if (!err)
+		err = gzip_to(gz, o.buf, o.len);
+	if (o.buf)
+		ha_dump_mem_free(o.buf);
+	ha_unlock(&ha_prof_dump_lock);
+	return err;
+}

@@ -394,6 +394,13 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
 /* The same bytes (the live table) appended to gz, a memory sink (fd -1):
  * ha_dump_mem memory, so the caller raw-frees gz->buf.  0 or errno. */
 int ha_pprof_mem(ha_out *gz, int64_t r);
+/* The same profile of set's lines (NULL: the live table) with function
+ * names, file:line and inlined frames filled in (libheapalloc-sym.so,
+ * loaded by prof/names.c; addresses only when it cannot be loaded).  Takes
+ * ha_prof_dump_lock itself: call it with no profiler lock held and
+ * ha_prof_busy set, from the helper thread or an API call, never inside
+ * malloc.  0, ENOENT when profiling is off, or errno. */
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set);
 
 /* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;
