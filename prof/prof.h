@@ -149,6 +149,7 @@ typedef struct ha_prof_options {
 	int64_t timeline_ms;      /* HEAP_PROFILE_TIMELINE_MS: log rows' cadence, 0 off */
 	int64_t profile_root;     /* HEAPALLOC_PROFILE_ROOT: set in descendants, 0 in the root */
 	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
+	int64_t symbolize;        /* HEAP_PROFILE_SYMBOLIZE: names in served profiles */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -396,11 +397,24 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
 int ha_pprof_mem(ha_out *gz, int64_t r);
 /* The same profile of set's lines (NULL: the live table) with function
  * names, file:line and inlined frames filled in (libheapalloc-sym.so,
- * loaded by prof/names.c; addresses only when it cannot be loaded).  Takes
- * ha_prof_dump_lock itself: call it with no profiler lock held and
- * ha_prof_busy set, from the helper thread or an API call, never inside
- * malloc.  0, ENOENT when profiling is off, or errno. */
+ * loaded by prof/names.c; addresses only when it cannot be loaded, or
+ * under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
+ * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
+ * from the helper thread or an API call, never inside malloc.  0, ENOENT
+ * when profiling is off, or errno. */
 int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set);
+
+/* ---- names.c ------------------------------------------------------------- */
+/* The symboliser plugin's lock: held around every call into it, taken
+ * before ha_prof_dump_lock and never while holding an allocator lock. */
+void ha_names_lock(void);
+void ha_names_unlock(void);
+/* The plugin's interface (prof/sym_abi.h), loaded the first time (one
+ * stderr line if it cannot be); NULL when unavailable.  Caller holds the
+ * names lock. */
+struct ha_sym_ops;
+const struct ha_sym_ops *ha_names_ops(void);
+void ha_names_postfork_child(void);
 
 /* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;
