@@ -9,6 +9,7 @@
 # the plugin out of reach: one stderr line, the same numbers as addresses;
 # HEAP_PROFILE_SYMBOLIZE=0: addresses, no line.
 . "$top_srcdir/tests/names_lib.sh"
+unset HEAP_PROFILE_SYMBOLIZE
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 src="$top_srcdir/tests/names_served.c"
