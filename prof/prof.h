@@ -12,6 +12,8 @@
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
+ *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
+ *                  names served profiles (sym_abi.h: its interface)
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
@@ -27,7 +29,12 @@
  *   api.c          public API (heapalloc_*) and the gperftools API
  *
  * Synchronization (lock order, outermost first):
- *   ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
+ *   names lock (names.c; one named profile at a time: held across the
+ *               plugin's calls, which allocate through the public malloc
+ *               and read files, with none of the locks below held; not
+ *               taken at fork: a child whose parent held it forgets the
+ *               plugin's state)
+ *   -> ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
  *   -> threshold lock (triggers.c ha_prof_thr_lock; short: the threshold
