@@ -83,6 +83,8 @@ static const opt_row rows[] = {
 	  "set by heapalloc for a profiled program's descendants: the root's pid" },
 	{ "HEAP_PROFILE_MMAP", OPT_BOOL, 0, &ha_prof_opt.mmap, NULL, NULL,
 	  "also profile the program's mmap, mmap64, mremap and munmap calls (counted in the totals)" },
+	{ "HEAP_PROFILE_SYMBOLIZE", OPT_BOOL, 1, &ha_prof_opt.symbolize, NULL, NULL,
+	  "profiles served in memory (HTTP endpoint, heapalloc_profile_pprof) carry function names and file:line" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

@@ -13,11 +13,15 @@
  *                 start, limit, file offset, path and GNU build ID (read
  *                 from the loaded image's PT_NOTE in memory)
  *   locations     one per distinct return address, stepped back by one so
- *                 it lies inside the call instruction
+ *                 it lies inside the call instruction; in a profile with
+ *                 names (ha_pprof_mem_named) also its function, file:line
+ *                 and inlined frames, innermost first, from the symboliser
+ *                 plugin (prof/names.c), and each mapping's has_* flags
+ *                 saying what its locations carry
  * The allocating thread's name is not a label: buckets are shared by all
  * threads, and keeping a name per sample would cost a lookup on every
- * sample.  No names are resolved here (never symbolise in-process:
- * heapalloc-symbolize does it offline).
+ * sample.  Dumps written to files carry addresses only (heapalloc-symbolize
+ * names them offline): they may be written under memory pressure.
  *
  * Never calls the public malloc: everything, zlib's state included, lives
  * in ha_dump_mem memory (writer.c: raw memory, or the pre-OOM reserve).  Holds the table lock only for the snapshot
@@ -43,6 +47,7 @@
 
 #include "prof/prof.h"
 #include "prof/pb.h"
+#include "prof/sym_abi.h"
 
 #define BUILD_ID_MAX 64
 
@@ -289,15 +294,44 @@ static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
 	emit(o, field, &m);
 }
 
-/* Encode the whole profile into o (memory).  o->err on failure. */
-static void encode(ha_out *o, int64_t r, const ha_lineset *set)
+/* What the second half of the encoding (encode_tail) needs from the
+ * first: the memory map, its parse and the location table.  enc_free
+ * frees it. */
+typedef struct enc {
+	ha_out mo;                /* /proc/self/maps text (maps[].path points into it) */
+	pmap *maps;
+	size_t nm;
+	loc_table lt;
+	uint64_t nstr;            /* strings written so far */
+} enc;
+
+static void enc_free(enc *e)
+{
+	if (e->lt.addr)
+		ha_dump_mem_free(e->lt.addr);
+	if (e->lt.id)
+		ha_dump_mem_free(e->lt.id);
+	if (e->lt.by_id)
+		ha_dump_mem_free(e->lt.by_id);
+	if (e->maps)
+		ha_dump_mem_free(e->maps);
+	if (e->mo.buf)
+		ha_dump_mem_free(e->mo.buf);
+}
+
+/* Encode the profile but its mappings, locations and functions into o
+ * (memory), and hand e what encode_tail needs to add them (e must be
+ * enc_free'd in any case).  o->err on failure. */
+static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 {
 	ha_out mo = { NULL, 0, 0, -1, 0 };
+	uint64_t nstr = S_FIXED, nid = 0;
 	pmap *maps = NULL;
 	size_t nm = 0;
 	loc_table lt = { NULL, NULL, NULL, 0, 0, 0 };
 	size_t n = 0;
 	int own;
+	memset(e, 0, sizeof *e);
 	const ha_line *lines = ha_lines_of(set, &n, &own);
 	if (!lines && n) {
 		o->err = ENOMEM;
@@ -318,7 +352,6 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 			nm++;
 		s = i + 1;
 	}
-	uint64_t nstr = S_FIXED, nid = 0;
 	for (size_t i = 0; i < nm; i++) {
 		pmap *m = &maps[i];
 		if (m->perm_x != 'x')
@@ -362,36 +395,6 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 		emit(o, PB_PROFILE_SAMPLE, &m);
 	}
 
-	for (size_t i = 0; i < nm; i++) {
-		const pmap *mp = &maps[i];
-		if (!mp->id)
-			continue;
-		unsigned char t[128];
-		pb_buf m = { t, 0, sizeof t, 0 };
-		pb_int(&m, PB_MAPPING_ID, mp->id);
-		pb_int(&m, PB_MAPPING_START, mp->start);
-		pb_int(&m, PB_MAPPING_LIMIT, mp->limit);
-		pb_int(&m, PB_MAPPING_OFFSET, mp->offset);
-		pb_int(&m, PB_MAPPING_FILENAME, mp->path_str);
-		pb_int(&m, PB_MAPPING_BUILD_ID, mp->bid_str);
-		emit(o, PB_PROFILE_MAPPING, &m);
-	}
-
-	/* exec mappings are few and sorted: a scan per location is enough */
-	for (size_t k = 0; k < lt.n; k++) {
-		uintptr_t a = lt.by_id[k];
-		uint64_t mid = 0;
-		for (size_t i = 0; i < nm && !mid; i++)
-			if (maps[i].id && a >= maps[i].start && a < maps[i].limit)
-				mid = maps[i].id;
-		unsigned char t[64];
-		pb_buf m = { t, 0, sizeof t, 0 };
-		pb_int(&m, PB_LOCATION_ID, k + 1);
-		pb_int(&m, PB_LOCATION_MAPPING_ID, mid);
-		pb_int(&m, PB_LOCATION_ADDRESS, a);
-		emit(o, PB_PROFILE_LOCATION, &m);
-	}
-
 	for (size_t i = 0; i < S_FIXED; i++)
 		emit_string(o, fixed_str[i], strlen(fixed_str[i]));
 	for (size_t i = 0; i < nm; i++) {
@@ -423,18 +426,197 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 nomem:
 	o->err = ENOMEM;
 out:
-	if (lt.addr)
-		ha_dump_mem_free(lt.addr);
-	if (lt.id)
-		ha_dump_mem_free(lt.id);
-	if (lt.by_id)
-		ha_dump_mem_free(lt.by_id);
-	if (maps)
-		ha_dump_mem_free(maps);
-	if (mo.buf)
-		ha_dump_mem_free(mo.buf);
+	e->mo = mo;
+	e->maps = maps;
+	e->nm = nm;
+	e->lt = lt;
+	e->nstr = nstr;
 	if (lines && own)
 		ha_dump_mem_free((void *)lines);
+}
+
+/* The mapping holding address a: its index + 1, 0 none (exec mappings are
+ * few and sorted: a scan is enough). */
+static size_t map_of(const enc *e, uintptr_t a)
+{
+	for (size_t i = 0; i < e->nm; i++)
+		if (e->maps[i].id && a >= e->maps[i].start && a < e->maps[i].limit)
+			return i + 1;
+	return 0;
+}
+
+/* Names of the locations, from the symboliser plugin: location k's lines
+ * are fn/line[first[k] .. first[k + 1]), innermost first; flag[i] says
+ * what mapping i's locations carry.  Raw memory. */
+enum { NAMED_FN = 1, NAMED_DWARF = 2 };
+typedef struct names {
+	const ha_sym_ops *ops;
+	uint32_t *first, *fn, *line;
+	size_t n, cap;
+	unsigned char *flag;
+	uint32_t nfn, nstr;       /* the plugin's id counts after the lookups */
+} names;
+
+static void names_free(names *nm)
+{
+	ha_raw_free(nm->first);
+	ha_raw_free(nm->fn);
+	ha_raw_free(nm->line);
+	ha_raw_free(nm->flag);
+	memset(nm, 0, sizeof *nm);
+}
+
+/* Look every location up; on ENOMEM nm is emptied (addresses only).  No
+ * profiler lock held: this is where libdw reads and indexes files. */
+static void name_locations(const enc *e, const ha_sym_ops *ops, names *nm)
+{
+	enum { MAXLINES = 64 };
+	memset(nm, 0, sizeof *nm);
+	ha_sym_map *sm = ha_raw_malloc((e->nm + 1) * sizeof *sm);
+	nm->first = ha_raw_malloc((e->lt.n + 1) * sizeof *nm->first);
+	nm->flag = ha_raw_calloc(e->nm + 1, 1);
+	if (!sm || !nm->first || !nm->flag)
+		goto fail;
+	size_t ns = 0;
+	for (size_t i = 0; i < e->nm; i++) {
+		const pmap *m = &e->maps[i];
+		if (m->id)
+			sm[ns++] = (ha_sym_map){ m->start, m->limit, m->offset, m->path, m->path_len,
+						 m->bid, m->bid_len };
+	}
+	ops->begin(sm, ns);
+	for (size_t k = 0; k < e->lt.n; k++) {
+		uintptr_t a = e->lt.by_id[k];
+		size_t mi = map_of(e, a);
+		nm->first[k] = (uint32_t)nm->n;
+		const pmap *m = mi ? &e->maps[mi - 1] : NULL;
+		if (!m || !m->path_len || m->path[0] != '/')
+			continue;         /* anonymous code, [vdso]: nothing to read */
+		if (nm->n + MAXLINES > nm->cap) {
+			size_t cap = nm->cap ? 2 * nm->cap : 4096;
+			uint32_t *f = ha_raw_malloc(cap * sizeof *f), *l = ha_raw_malloc(cap * sizeof *l);
+			if (!f || !l) {
+				ha_raw_free(f);
+				ha_raw_free(l);
+				goto fail;
+			}
+			if (nm->n) {
+				memcpy(f, nm->fn, nm->n * sizeof *f);
+				memcpy(l, nm->line, nm->n * sizeof *l);
+			}
+			ha_raw_free(nm->fn);
+			ha_raw_free(nm->line);
+			nm->fn = f;
+			nm->line = l;
+			nm->cap = cap;
+		}
+		const ha_sym_map want = { m->start, m->limit, m->offset, m->path, m->path_len,
+					  m->bid, m->bid_len };
+		int dwarf = 0;
+		int got = ops->lookup(&want, a, nm->fn + nm->n, nm->line + nm->n, MAXLINES, &dwarf);
+		if (got > 0) {
+			nm->n += (size_t)got;
+			nm->flag[mi - 1] |= NAMED_FN | (dwarf ? NAMED_DWARF : 0);
+		}
+	}
+	nm->first[e->lt.n] = (uint32_t)nm->n;
+	ops->counts(&nm->nfn, &nm->nstr);
+	nm->ops = ops;
+	ha_raw_free(sm);
+	return;
+fail:
+	ha_raw_free(sm);
+	names_free(nm);
+}
+
+/* The profile's string index of the plugin's string id s, written the
+ * first time it is needed (str_at[s], 0 not yet). */
+static uint64_t name_str(ha_out *o, enc *e, const names *nm, uint64_t *str_at, uint32_t s)
+{
+	if (!s || s > nm->nstr)
+		return 0;
+	if (!str_at[s]) {
+		size_t len;
+		const char *p = nm->ops->string(s, &len);
+		emit_string(o, p, len);
+		str_at[s] = e->nstr++;
+	}
+	return str_at[s];
+}
+
+/* The second half: mappings (with what their locations carry), locations
+ * (with their lines when nm has names) and the functions they name. */
+static void encode_tail(ha_out *o, enc *e, const names *nm)
+{
+	uint64_t *str_at = NULL;
+	unsigned char *fn_done = NULL;
+	if (nm && nm->ops) {
+		str_at = ha_dump_mem((nm->nstr + 1) * sizeof *str_at);
+		fn_done = ha_dump_mem(nm->nfn + 1);
+		if (!str_at || !fn_done) {
+			o->err = ENOMEM;
+			goto out;
+		}
+		memset(str_at, 0, (nm->nstr + 1) * sizeof *str_at);
+		memset(fn_done, 0, nm->nfn + 1);
+	} else {
+		nm = NULL;
+	}
+	for (size_t i = 0; i < e->nm; i++) {
+		const pmap *mp = &e->maps[i];
+		if (!mp->id)
+			continue;
+		unsigned char t[128];
+		pb_buf m = { t, 0, sizeof t, 0 };
+		unsigned f = nm ? nm->flag[i] : 0, dw = (f & NAMED_DWARF) != 0;
+		pb_int(&m, PB_MAPPING_ID, mp->id);
+		pb_int(&m, PB_MAPPING_START, mp->start);
+		pb_int(&m, PB_MAPPING_LIMIT, mp->limit);
+		pb_int(&m, PB_MAPPING_OFFSET, mp->offset);
+		pb_int(&m, PB_MAPPING_FILENAME, mp->path_str);
+		pb_int(&m, PB_MAPPING_BUILD_ID, mp->bid_str);
+		pb_int(&m, PB_MAPPING_HAS_FUNCTIONS, (f & NAMED_FN) != 0);
+		pb_int(&m, PB_MAPPING_HAS_FILENAMES, dw);
+		pb_int(&m, PB_MAPPING_HAS_LINE_NUMBERS, dw);
+		pb_int(&m, PB_MAPPING_HAS_INLINE_FRAMES, dw);
+		emit(o, PB_PROFILE_MAPPING, &m);
+	}
+	for (size_t k = 0; k < e->lt.n; k++) {
+		uintptr_t a = e->lt.by_id[k];
+		size_t mi = map_of(e, a);
+		unsigned char t[1024];
+		pb_buf m = { t, 0, sizeof t, 0 };
+		pb_int(&m, PB_LOCATION_ID, k + 1);
+		pb_int(&m, PB_LOCATION_MAPPING_ID, mi ? e->maps[mi - 1].id : 0);
+		pb_int(&m, PB_LOCATION_ADDRESS, a);
+		for (uint32_t j = nm ? nm->first[k] : 0; nm && j < nm->first[k + 1]; j++) {
+			unsigned char lt[32];
+			pb_buf lb = { lt, 0, sizeof lt, 0 };
+			pb_int(&lb, PB_LINE_FUNCTION_ID, nm->fn[j]);
+			pb_int(&lb, PB_LINE_LINE, nm->line[j]);
+			pb_bytes(&m, PB_LOCATION_LINE, lt, lb.len);
+			uint32_t id = nm->fn[j];
+			if (id > nm->nfn || fn_done[id])
+				continue;
+			fn_done[id] = 1;
+			uint32_t s[3], start;
+			nm->ops->function(id, s, &start);
+			unsigned char ft[64];
+			pb_buf fb = { ft, 0, sizeof ft, 0 };
+			pb_int(&fb, PB_FUNCTION_ID, id);
+			pb_int(&fb, PB_FUNCTION_NAME, name_str(o, e, nm, str_at, s[0]));
+			pb_int(&fb, PB_FUNCTION_SYSTEM_NAME, name_str(o, e, nm, str_at, s[1]));
+			pb_int(&fb, PB_FUNCTION_FILENAME, name_str(o, e, nm, str_at, s[2]));
+			pb_int(&fb, PB_FUNCTION_START_LINE, start);
+			emit(o, PB_PROFILE_FUNCTION, &fb);
+		}
+		emit(o, PB_PROFILE_LOCATION, &m);
+	}
+out:
+	if (str_at)
+		ha_dump_mem_free(str_at);
+	if (fn_done)
+		ha_dump_mem_free(fn_done);
 }
 
 /* zlib's allocator: raw memory, never the public malloc. */
@@ -511,10 +693,20 @@ static void fill_gz(ha_out *f, void *arg)
 		f->err = e;
 }
 
+/* The profile without names, under ha_prof_dump_lock, into o. */
+static void encode_all(ha_out *o, int64_t r, const ha_lineset *set)
+{
+	enc e;
+	encode(o, r, set, &e);
+	if (!o->err)
+		encode_tail(o, &e, NULL);
+	enc_free(&e);
+}
+
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 {
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode(&o, r, set);
+	encode_all(&o, r, set);
 	int err = o.err;
 	if (!err) {
 		struct gz_job j = { o.buf, o.len };
@@ -528,11 +720,57 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 int ha_pprof_mem(ha_out *gz, int64_t r)
 {
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode(&o, r, NULL);
+	encode_all(&o, r, NULL);
 	int err = o.err;
 	if (!err)
 		err = gzip_to(gz, o.buf, o.len);
 	if (o.buf)
 		ha_dump_mem_free(o.buf);
+	return err;
+}
+
+/* Three steps, so that libdw's work holds no profiler lock: the samples
+ * and the location table under ha_prof_dump_lock; the lookups with only
+ * the plugin's lock; the locations, functions and gzip under the dump lock
+ * again (ha_dump_mem's reserve is the lock's). */
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set)
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	const ha_sym_ops *ops = NULL;
+	int want = ha_prof_opt.symbolize != 0;
+	if (want) {
+		ha_names_lock();
+		ops = ha_names_ops();   /* the first time: dlopen, no other lock held */
+	}
+	ha_out o = { NULL, 0, 0, -1, 0 };
+	enc e;
+	memset(&e, 0, sizeof e);
+	ha_lock(&ha_prof_dump_lock);
+	int err = ha_prof_running() ? 0 : ENOENT;
+	if (!err) {
+		encode(&o, r, set, &e);
+		err = o.err;
+	}
+	ha_unlock(&ha_prof_dump_lock);
+	names nm;
+	memset(&nm, 0, sizeof nm);
+	if (!err && ops)
+		name_locations(&e, ops, &nm);
+	ha_lock(&ha_prof_dump_lock);
+	if (!err) {
+		encode_tail(&o, &e, &nm);
+		err = o.err;
+	}
+	if (!err)
+		err = gzip_to(gz, o.buf, o.len);
+	if (o.buf)
+		ha_dump_mem_free(o.buf);
+	enc_free(&e);
+	ha_unlock(&ha_prof_dump_lock);
+	names_free(&nm);
+	if (want)
+		ha_names_unlock();
+	ha_prof_busy = busy;
 	return err;
 }

@@ -12,6 +12,8 @@
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
+ *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
+ *                  names served profiles (sym_abi.h: its interface)
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
@@ -27,7 +29,12 @@
  *   api.c          public API (heapalloc_*) and the gperftools API
  *
  * Synchronization (lock order, outermost first):
- *   ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
+ *   names lock (names.c; one named profile at a time: held across the
+ *               plugin's calls, which allocate through the public malloc
+ *               and read files, with none of the locks below held; not
+ *               taken at fork: a child whose parent held it forgets the
+ *               plugin's state)
+ *   -> ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
  *   -> threshold lock (triggers.c ha_prof_thr_lock; short: the threshold
@@ -149,6 +156,7 @@ typedef struct ha_prof_options {
 	int64_t timeline_ms;      /* HEAP_PROFILE_TIMELINE_MS: log rows' cadence, 0 off */
 	int64_t profile_root;     /* HEAPALLOC_PROFILE_ROOT: set in descendants, 0 in the root */
 	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
+	int64_t symbolize;        /* HEAP_PROFILE_SYMBOLIZE: names in served profiles */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -394,6 +402,26 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
 /* The same bytes (the live table) appended to gz, a memory sink (fd -1):
  * ha_dump_mem memory, so the caller raw-frees gz->buf.  0 or errno. */
 int ha_pprof_mem(ha_out *gz, int64_t r);
+/* The same profile of set's lines (NULL: the live table) with function
+ * names, file:line and inlined frames filled in (libheapalloc-sym.so,
+ * loaded by prof/names.c; addresses only when it cannot be loaded, or
+ * under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
+ * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
+ * from the helper thread or an API call, never inside malloc.  0, ENOENT
+ * when profiling is off, or errno. */
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set);
+
+/* ---- names.c ------------------------------------------------------------- */
+/* The symboliser plugin's lock: held around every call into it, taken
+ * before ha_prof_dump_lock and never while holding an allocator lock. */
+void ha_names_lock(void);
+void ha_names_unlock(void);
+/* The plugin's interface (prof/sym_abi.h), loaded the first time (one
+ * stderr line if it cannot be); NULL when unavailable.  Caller holds the
+ * names lock. */
+struct ha_sym_ops;
+const struct ha_sym_ops *ha_names_ops(void);
+void ha_names_postfork_child(void);
 
 /* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;

@@ -187,6 +187,7 @@ void ha_prof_postfork(int child)
 		ha_mmaps_postfork_child();
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
+		ha_names_postfork_child();
 		/* the parent's crossings and queued dump are the parent's to
 		 * report and write */
 		ha_session.folded = ha_session.qfolded = 0;
