@@ -149,6 +149,8 @@ typedef struct ha_prof_options {
 	int64_t timeline_ms;      /* HEAP_PROFILE_TIMELINE_MS: log rows' cadence, 0 off */
 	int64_t profile_root;     /* HEAPALLOC_PROFILE_ROOT: set in descendants, 0 in the root */
 	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
+	int64_t calibrate;        /* HEAP_PROFILE_CALIBRATE: scale estimates to the books */
+	int64_t seed;             /* HEAP_PROFILE_SEED: the sampler's seed, 0 its own */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -395,6 +397,35 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
  * ha_dump_mem memory, so the caller raw-frees gz->buf.  0 or errno. */
 int ha_pprof_mem(ha_out *gz, int64_t r);
 
+/* ---- calibrate.c --------------------------------------------------------- */
+/* What a sampled profile's values were scaled to, for its comments. */
+enum { HA_CALIB_EXACT, HA_CALIB_BOUNDED };
+typedef struct ha_calib {
+	int64_t r;                /* the sampling interval */
+	int scaled;               /* values scaled to the books (else pprof's estimates, or raw at r <= 1) */
+	int inuse;                /* HA_CALIB_EXACT: in use is the books' figure; BOUNDED: an estimate within bounds */
+	uint64_t books[2];        /* the books since the start: allocated, in use */
+	uint64_t bound;           /* at most this much of the session's blocks is in use */
+	double est[4];            /* sums of the unsampled estimates, pprof's value order */
+	double rse[2];            /* relative standard error of est[1], est[3] */
+	double factor[2];         /* alloc, in-use scale factors */
+	uint64_t total[4];        /* sums of the values returned */
+} ha_calib;
+/* The values to write for lines[0..n) at interval r: v[4 * i + k], k in
+ * pprof's order (alloc objects, alloc bytes, in-use objects, in-use bytes),
+ * unsampled and scaled to the books' totals, adding up to them; NULL when
+ * not calibrated (r <= 1, switched off, live 0: a saved set such as the
+ * peak's, nothing sampled, or no memory): write what you wrote before.
+ * ha_dump_mem memory (ha_dump_mem_free it).  c says what was done. */
+uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, int live, ha_calib *c);
+/* Line i of the profile's comments (i = 0, 1, ...) into buf; -1 past the last. */
+int ha_calib_comment(const ha_calib *c, int i, char *buf, size_t cap);
+/* Relative standard error of a site's estimate from c samples of b bytes. */
+double ha_calib_rse(uint64_t c, uint64_t b, int64_t r);
+/* The totals (allocated, freed) the dump being written prints, so that its
+ * files add up to them; NULL after it. */
+void ha_calib_hold(const uint64_t t[2]);
+
 /* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;
 extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
@@ -406,6 +437,8 @@ int ha_prof_running(void);
 /* The session's mean sampling interval: what the sampler draws with and
  * every profile is written with. */
 int64_t ha_prof_rate(void);
+/* The session counts requested bytes (HEAP_PROFILE_EXACT_TOTALS). */
+int ha_prof_compat(void);
 uint64_t ha_prof_dumps(void);
 uint64_t ha_prof_samples(void);
 /* (ha_prof_prefork, ha_prof_postfork: alloc/hooks.h) */
