@@ -243,7 +243,7 @@ void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session
 	ha_plock_unlock(&st->lock);
 }
 
-int ha_objmap_remove(uintptr_t p)
+int ha_objmap_remove(uintptr_t p, uint64_t *bytes)
 {
 	if (HA_UNLIKELY(!storable(p)))
 		return 0;
@@ -283,6 +283,8 @@ int ha_objmap_remove(uintptr_t p)
 	__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
 	ha_plock_unlock(&st->lock);
+	if (bytes)
+		*bytes = req;
 	return 1;
 }
 

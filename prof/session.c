@@ -110,6 +110,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_books(ha_session.base, ha_session.base_req);
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
+	ha_session.rec[0] = ha_session.rec[1] = 0;
 	ha_peak_reset(ha_prof_opt.peak_interval);
 	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);
