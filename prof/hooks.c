@@ -142,7 +142,7 @@ void ha_prof_on_free(void *p)
 	if (HA_UNLIKELY(ha_prof_fork_window))
 		return;
 	uint64_t req;
-	if (ha_objmap_remove((uintptr_t)p, &req) && ha_session.r <= 1)
+	if (ha_objmap_remove_bytes((uintptr_t)p, &req) && ha_session.r <= 1)
 		__atomic_fetch_add(&ha_session.rec[1], req, __ATOMIC_RELAXED);
 }
 

@@ -283,9 +283,10 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
  * -1 no such bucket yet: the caller takes the table lock and uses
  * ha_table_record_hashed + ha_objmap_insert instead. */
 int ha_objmap_record(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req);
-/* Forget p and subtract it from its bucket; 1 if it was known (its bytes
- * in *bytes when not NULL). */
-int ha_objmap_remove(uintptr_t p, uint64_t *bytes);
+/* Forget p and subtract it from its bucket; 1 if it was known (_bytes:
+ * and its bytes in *bytes). */
+int ha_objmap_remove(uintptr_t p);
+int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes);
 /* A sample the allocator keeps the record of (ha_prof_sampled_kept):
  * ha_objmap_count is ha_objmap_record without remembering p (1, with the
  * bucket's index in *idx, or -1: no such bucket yet); ha_objmap_free_kept
