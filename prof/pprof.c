@@ -8,7 +8,11 @@
  *   samples       one per bucket, values already unsampled (Go's
  *                 scaleHeapSample: each count/bytes pair times
  *                 1 / (1 - e^(-avg/R)), avg = bytes / count of that pair;
- *                 exact when R = 1), numeric label `bytes` = object size
+ *                 exact when R = 1) and calibrated to the books
+ *                 (calibrate.c), numeric label `bytes` = object size and,
+ *                 when sampled, `sampling_error` = the site's relative
+ *                 standard error in permille
+ *   comments      how the values were made (calibrate.c's lines)
  *   mappings      every executable mapping of /proc/self/maps with its true
  *                 start, limit, file offset, path and GNU build ID (read
  *                 from the loaded image's PT_NOTE in memory)

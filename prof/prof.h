@@ -12,6 +12,7 @@
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
+ *   calibrate.c    sampled estimates scaled to the books' exact totals
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
