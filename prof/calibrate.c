@@ -138,14 +138,18 @@ static int written(const ha_line *l)
 	return l->alloc_count && l->b->depth;
 }
 
-uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, int live, ha_calib *c)
+uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_lineset *set,
+			  ha_calib *c)
 {
 	memset(c, 0, sizeof *c);
 	c->r = r;
-	if (r <= 1 || !live || !ha_prof_opt.calibrate || !n)
+	if (r <= 1 || (set && !set->books_set) || !ha_prof_opt.calibrate || !n)
 		return NULL;
 	uint64_t t[2];
-	if (held.set) {
+	if (set) {
+		t[0] = set->books[0];
+		t[1] = set->books[1];
+	} else if (held.set) {
 		t[0] = held.t[0];
 		t[1] = held.t[1];
 	} else {
@@ -154,10 +158,12 @@ uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, int live, h
 	c->books[0] = t[0];
 	c->books[1] = t[0] > t[1] ? t[0] - t[1] : 0;
 	/* the bound on the session's in use: what was allocated since, and
-	 * what the whole heap holds now */
+	 * what the whole heap holds now (a saved set: allocated only) */
 	uint64_t b[2], q[2];
 	ha_books(b, q);
 	uint64_t heap = ha_prof_compat() ? (q[0] > q[1] ? q[0] - q[1] : 0) : b[1];
+	if (set)
+		heap = t[0];
 	c->bound = heap < t[0] ? heap : t[0];
 	if (c->bound < c->books[1])
 		c->bound = c->books[1];

@@ -109,8 +109,13 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 	ha_prof_busy = 1;
 	int done = 0;
 	record_sample(p, size, &done, kept);
-	if (ha_session.r <= 1 && done)
+	if (ha_session.r <= 1 && done && !ha_session.compat) {
 		__atomic_fetch_add(&ha_session.rec[0], size, __ATOMIC_RELAXED);
+		/* the totals see this block only now, after ha_prof_check ran
+		 * for it: check the thresholds and the peak again here, so that
+		 * they fire at the allocation that crosses them */
+		ha_prof_check_thresholds();
+	}
 	if (HA_UNLIKELY(ha_prof_peak_pending))
 		take_peak();
 	ha_prof_busy = 0;

@@ -311,7 +311,7 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 	/* the values (calibrate.c) and the comments, whose strings come right
 	 * after the fixed ones */
 	ha_calib cal;
-	uint64_t *cv = ha_calib_values(lines, n, r, set == NULL, &cal);
+	uint64_t *cv = ha_calib_values(lines, n, r, set, &cal);
 	char comment[COMMENTS_MAX][512];
 	int nc = 0;
 	while (nc < COMMENTS_MAX && ha_calib_comment(&cal, nc, comment[nc], sizeof comment[nc]) >= 0)

@@ -242,10 +242,14 @@ typedef struct ha_line {
 	uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
 } ha_line;
 
-/* Lines to write: a saved snapshot (the peak's), or NULL for the live table. */
+/* Lines to write: a saved snapshot (the peak's), or NULL for the live table.
+ * books: ha_prof_totals as the snapshot was taken, when books_set, so that
+ * its profile is calibrated to them (calibrate.c); else written raw. */
 typedef struct ha_lineset {
 	const ha_line *v;
 	size_t n;
+	int books_set;
+	uint64_t books[2];
 } ha_lineset;
 
 int ha_table_init(void);          /* 0 or ENOMEM */
@@ -416,11 +420,12 @@ typedef struct ha_calib {
 } ha_calib;
 /* The values to write for lines[0..n) at interval r: v[4 * i + k], k in
  * pprof's order (alloc objects, alloc bytes, in-use objects, in-use bytes),
- * unsampled and scaled to the books' totals, adding up to them; NULL when
- * not calibrated (r <= 1, switched off, live 0: a saved set such as the
- * peak's, nothing sampled, or no memory): write what you wrote before.
+ * unsampled and scaled to the books' totals, adding up to them (set: its
+ * own books); NULL when not calibrated (r <= 1, switched off, a saved set
+ * without books, nothing sampled, or no memory): write the raw lines.
  * ha_dump_mem memory (ha_dump_mem_free it).  c says what was done. */
-uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, int live, ha_calib *c);
+uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_lineset *set,
+			  ha_calib *c);
 /* Line i of the profile's comments (i = 0, 1, ...) into buf; -1 past the last. */
 int ha_calib_comment(const ha_calib *c, int i, char *buf, size_t cap);
 /* Relative standard error of a site's estimate from c samples of b bytes. */

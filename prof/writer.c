@@ -274,7 +274,7 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 	/* calibrated (calibrate.c): the lines are estimates already scaled to
 	 * the books, which neither pprof may scale again: @ heapprofile */
 	ha_calib cal;
-	uint64_t *cv = ha_calib_values(lines, n, r, set == NULL, &cal);
+	uint64_t *cv = ha_calib_values(lines, n, r, set, &cal);
 	uint64_t t[4] = { 0, 0, 0, 0 };
 	for (size_t i = 0; i < n; i++) {
 		if (cv) {
