@@ -51,8 +51,9 @@ grep -q "^inuse_space: $in bytes in use (exact" "$tmp/s.comments" ||
 	fail "in-use comment does not give $in: $(cat "$tmp/s.comments")"
 "$GO" tool pprof -tags "$tmp/s.0001.pb.gz" 2>/dev/null | grep -q '^ *sampling_error: Total' ||
 	fail "pprof -tags shows no sampling_error"
-# a site that is all in use keeps its exact total: site_small_many holds every in-use byte
-eq "site_small_many inuse_space" "$(flat inuse_space "$tmp/s.0001.pb.gz" site_small_many)" "$in"
+# site_small_many holds all but a few KiB of what is in use (stdio's buffer
+# may be sampled too), so it gets nearly the exact total
+near "site_small_many inuse_space" "$(flat inuse_space "$tmp/s.0001.pb.gz" site_small_many)" "$in" 2
 
 # 2. the off switch: pprof's raw estimates, interval in the header, off the books
 HEAPPROFILE="$tmp/o" HEAP_PROFILE_FORMAT=both HEAP_PROFILE_SAMPLE_INTERVAL=65536 \
