@@ -3,7 +3,8 @@
 # figures the dump prints beside it (message, .stats, log) in both formats;
 # a HeapProfilerStart session mid-run counts only what was allocated since
 # it started, and says so when blocks older than it were freed;
-# HEAP_PROFILE_CALIBRATE=0 gives pprof's raw estimates; recording every
+# HEAP_PROFILE_CALIBRATE=0 gives pprof's raw estimates, HEAP_PROFILE_SEED
+# the same ones each time; recording every
 # allocation gives the same figure, in requested bytes, everywhere.
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
@@ -65,6 +66,10 @@ near "off: pprof total of the .pb.gz against the .heap's" "$pin" "$(total inuse_
 [ -n "$pin" ] && [ "$pin" != "$oin" ] || fail "off: pprof in-use total $pin is the books' $oin"
 "$GO" tool pprof -comments "$tmp/o.0001.pb.gz" 2>&1 | grep -q "unsampled estimates (not calibrated)" ||
 	fail "off: no 'not calibrated' comment"
+# HEAP_PROFILE_SEED: the same seed samples the same run alike
+HEAPPROFILE="$tmp/o2" HEAP_PROFILE_SAMPLE_INTERVAL=65536 HEAP_PROFILE_SEED=3 \
+	HEAP_PROFILE_CALIBRATE=0 "$W" sampled 2>/dev/null || fail "seed rerun exited $?"
+eq "same seed, same samples" "$(head -1 "$tmp/o2.0001.heap")" "$(head -1 "$tmp/o.0001.heap")"
 
 # 3. HeapProfilerStart mid-run: 20 MB before, 24.6 MB kept and 10.2 MB freed after
 mkdir "$tmp/m"
