@@ -138,6 +138,11 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 	const char *written = NULL;   /* the log names the first file written */
 	int ok = 0;                   /* HA_FORMAT_* bits written */
 	ha_naming_pb(pb, path);
+	/* one reading of the books for the files, the stats and the log, so
+	 * that a calibrated profile adds up to the figure printed beside it */
+	uint64_t t[2];
+	ha_prof_totals(t);
+	ha_calib_hold(t);
 	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
 		if (!(fmt & k))
 			continue;
@@ -153,10 +158,9 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 			written = f;
 		err = err ? err : e;
 	}
+	ha_calib_hold(NULL);
 	if (!err)
 		ha_session.written++;
-	uint64_t t[2];
-	ha_prof_totals(t);
 	ha_peak_see(ha_inuse_of(t));
 	ha_peak_check(ha_inuse_of(t));   /* a dump may see a high the checks have not */
 	if (ha_prof_opt.stats && !err) {

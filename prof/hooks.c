@@ -109,6 +109,13 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 	ha_prof_busy = 1;
 	int done = 0;
 	record_sample(p, size, &done, kept);
+	if (ha_session.r <= 1 && done && !ha_session.compat) {
+		__atomic_fetch_add(&ha_session.rec[0], size, __ATOMIC_RELAXED);
+		/* the totals see this block only now, after ha_prof_check ran
+		 * for it: check the thresholds and the peak again here, so that
+		 * they fire at the allocation that crosses them */
+		ha_prof_check_thresholds();
+	}
 	if (HA_UNLIKELY(ha_prof_peak_pending))
 		take_peak();
 	ha_prof_busy = 0;
@@ -118,7 +125,8 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 /* A sampled block's line counts `size` (the allocated unit: pprof's
  * unsampling then stays unbiased, the chance of a sample following the
  * countdown's charge); recording every allocation needs no unsampling and
- * counts requested bytes. */
+ * counts requested bytes, in the lines and in the totals (ha_session.rec,
+ * counted here and at the free, where every such block comes back). */
 int ha_prof_sampled(void *p, size_t req, size_t size)
 {
 	return sampled(p, req, size, NULL);
@@ -138,7 +146,9 @@ void ha_prof_on_free(void *p)
 	 * forever); only the fork window, where we hold every lock, skips */
 	if (HA_UNLIKELY(ha_prof_fork_window))
 		return;
-	ha_objmap_remove((uintptr_t)p);
+	uint64_t req;
+	if (ha_objmap_remove_bytes((uintptr_t)p, &req) && ha_session.r <= 1)
+		__atomic_fetch_add(&ha_session.rec[1], req, __ATOMIC_RELAXED);
 }
 
 void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)

@@ -243,7 +243,7 @@ void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session
 	ha_plock_unlock(&st->lock);
 }
 
-int ha_objmap_remove(uintptr_t p)
+int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes)
 {
 	if (HA_UNLIKELY(!storable(p)))
 		return 0;
@@ -283,7 +283,14 @@ int ha_objmap_remove(uintptr_t p)
 	__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
 	ha_plock_unlock(&st->lock);
+	if (bytes)
+		*bytes = req;
 	return 1;
+}
+
+int ha_objmap_remove(uintptr_t p)
+{
+	return ha_objmap_remove_bytes(p, NULL);
 }
 
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory)

@@ -85,6 +85,10 @@ static const opt_row rows[] = {
 	  "also profile the program's mmap, mmap64, mremap and munmap calls (counted in the totals)" },
 	{ "HEAP_PROFILE_SYMBOLIZE", OPT_BOOL, 1, &ha_prof_opt.symbolize, NULL, NULL,
 	  "profiles served in memory (HTTP endpoint, heapalloc_profile_pprof) carry function names and file:line" },
+	{ "HEAP_PROFILE_CALIBRATE", OPT_BOOL, 1, &ha_prof_opt.calibrate, NULL, NULL,
+	  "scale sampled estimates so that a profile's totals equal the allocator's exact books (not at interval 1)" },
+	{ "HEAP_PROFILE_SEED", OPT_COUNT, 0, &ha_prof_opt.seed, NULL, NULL,
+	  "the sampler's seed: the same seed samples the same run alike; 0 a fresh seed per thread" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

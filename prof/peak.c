@@ -89,7 +89,7 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 	*written = 0;
 	if (!K.lines || K.written == K.version)
 		return 0;
-	ha_lineset set = { K.lines, K.n };
+	ha_lineset set = { .v = K.lines, .n = K.n };   /* no books: written raw */
 	int err = 0;
 	if (fmt & HA_FORMAT_TEXT) {
 		int e = ha_writer_file_from(path, r, &set);

@@ -8,7 +8,11 @@
  *   samples       one per bucket, values already unsampled (Go's
  *                 scaleHeapSample: each count/bytes pair times
  *                 1 / (1 - e^(-avg/R)), avg = bytes / count of that pair;
- *                 exact when R = 1), numeric label `bytes` = object size
+ *                 exact when R = 1) and calibrated to the books
+ *                 (calibrate.c), numeric label `bytes` = object size and,
+ *                 when sampled, `sampling_error` = the site's relative
+ *                 standard error in permille
+ *   comments      how the values were made (calibrate.c's lines)
  *   mappings      every executable mapping of /proc/self/maps with its true
  *                 start, limit, file offset, path and GNU build ID (read
  *                 from the loaded image's PT_NOTE in memory)
@@ -65,10 +69,11 @@ typedef struct pmap {
 /* Fixed strings, index = position (index 0 must be ""). */
 static const char *const fixed_str[] = {
 	"", "alloc_objects", "count", "alloc_space", "bytes", "inuse_objects",
-	"inuse_space", "space",
+	"inuse_space", "space", "sampling_error", "permille",
 };
 enum { S_ALLOC_OBJECTS = 1, S_COUNT, S_ALLOC_SPACE, S_BYTES, S_INUSE_OBJECTS,
-       S_INUSE_SPACE, S_SPACE, S_FIXED };
+       S_INUSE_SPACE, S_SPACE, S_SAMPLING_ERROR, S_PERMILLE, S_FIXED };
+#define COMMENTS_MAX 8            /* ha_calib_comment's lines */
 
 static uint64_t parse_hex(const char **s, const char *end)
 {
@@ -337,6 +342,14 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 		o->err = ENOMEM;
 		return;
 	}
+	/* the values (calibrate.c) and the comments, whose strings come right
+	 * after the fixed ones */
+	ha_calib cal;
+	uint64_t *cv = ha_calib_values(lines, n, r, set, &cal);
+	char comment[COMMENTS_MAX][512];
+	int nc = 0;
+	while (nc < COMMENTS_MAX && ha_calib_comment(&cal, nc, comment[nc], sizeof comment[nc]) >= 0)
+		nc++;
 
 	/* the memory map */
 	ha_writer_maps(&mo);
@@ -352,6 +365,7 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 			nm++;
 		s = i + 1;
 	}
+	nstr += (uint64_t)nc;   /* the comments' strings come first */
 	for (size_t i = 0; i < nm; i++) {
 		pmap *m = &maps[i];
 		if (m->perm_x != 'x')
@@ -381,9 +395,13 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 			ids[d] = loc_id(&lt, l->b->pcs[d] - 1);
 		if (lt.err)
 			goto nomem;
-		unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
-		unsample(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes, r,
-			 &v[2], &v[3]);
+		if (cv) {
+			memcpy(v, &cv[4 * i], sizeof v);
+		} else {
+			unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
+			unsample(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes,
+				 r, &v[2], &v[3]);
+		}
 		unsigned char t[1024], lab[32];
 		pb_buf m = { t, 0, sizeof t, 0 };
 		pb_packed(&m, PB_SAMPLE_LOCATION_ID, ids, depth);
@@ -392,11 +410,25 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 		pb_int(&lb, PB_LABEL_KEY, S_BYTES);
 		pb_int(&lb, PB_LABEL_NUM, l->alloc_bytes / l->alloc_count);
 		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
+		if (r > 1) {
+			/* the site's relative standard error, of what is in use
+			 * when anything is, else of what was allocated */
+			uint64_t ic = l->alloc_count - l->free_count;
+			double e = ic ? ha_calib_rse(ic, l->alloc_bytes - l->free_bytes, r)
+				      : ha_calib_rse(l->alloc_count, l->alloc_bytes, r);
+			lb.len = 0;
+			pb_int(&lb, PB_LABEL_KEY, S_SAMPLING_ERROR);
+			pb_int(&lb, PB_LABEL_NUM, (uint64_t)(e * 1000 + 0.5));
+			pb_int(&lb, PB_LABEL_NUM_UNIT, S_PERMILLE);
+			pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
+		}
 		emit(o, PB_PROFILE_SAMPLE, &m);
 	}
 
 	for (size_t i = 0; i < S_FIXED; i++)
 		emit_string(o, fixed_str[i], strlen(fixed_str[i]));
+	for (int i = 0; i < nc; i++)
+		emit_string(o, comment[i], strlen(comment[i]));
 	for (size_t i = 0; i < nm; i++) {
 		const pmap *mp = &maps[i];
 		if (mp->path_str)
@@ -413,7 +445,7 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	unsigned char t[64];
+	unsigned char t[64 + 4 * COMMENTS_MAX];
 	pb_buf m = { t, 0, sizeof t, 0 };
 	pb_int(&m, PB_PROFILE_TIME_NANOS, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 	ha_out_bytes(o, (const char *)t, m.len);
@@ -421,6 +453,8 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 	m.len = 0;
 	pb_int(&m, PB_PROFILE_PERIOD, (uint64_t)(r > 1 ? r : 1));
 	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE, S_INUSE_SPACE);
+	for (int i = 0; i < nc; i++)
+		pb_int(&m, PB_PROFILE_COMMENT, S_FIXED + (uint64_t)i);
 	ha_out_bytes(o, (const char *)t, m.len);
 	goto out;
 nomem:
@@ -431,6 +465,8 @@ out:
 	e->nm = nm;
 	e->lt = lt;
 	e->nstr = nstr;
+	if (cv)
+		ha_dump_mem_free(cv);
 	if (lines && own)
 		ha_dump_mem_free((void *)lines);
 }

@@ -14,6 +14,7 @@
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
  *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
+ *   calibrate.c    sampled estimates scaled to the books' exact totals
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
@@ -157,6 +158,8 @@ typedef struct ha_prof_options {
 	int64_t profile_root;     /* HEAPALLOC_PROFILE_ROOT: set in descendants, 0 in the root */
 	int64_t mmap;             /* HEAP_PROFILE_MMAP: the program's mappings count */
 	int64_t symbolize;        /* HEAP_PROFILE_SYMBOLIZE: names in served profiles */
+	int64_t calibrate;        /* HEAP_PROFILE_CALIBRATE: scale estimates to the books */
+	int64_t seed;             /* HEAP_PROFILE_SEED: the sampler's seed, 0 its own */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -247,10 +250,14 @@ typedef struct ha_line {
 	uint64_t alloc_count, alloc_bytes, free_count, free_bytes;
 } ha_line;
 
-/* Lines to write: a saved snapshot (the peak's), or NULL for the live table. */
+/* Lines to write: a saved snapshot (the peak's), or NULL for the live table.
+ * books: ha_prof_totals as the snapshot was taken, when books_set, so that
+ * its profile is calibrated to them (calibrate.c); else written raw. */
 typedef struct ha_lineset {
 	const ha_line *v;
 	size_t n;
+	int books_set;
+	uint64_t books[2];
 } ha_lineset;
 
 int ha_table_init(void);          /* 0 or ENOMEM */
@@ -289,8 +296,10 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
  * -1 no such bucket yet: the caller takes the table lock and uses
  * ha_table_record_hashed + ha_objmap_insert instead. */
 int ha_objmap_record(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req);
-/* Forget p and subtract it from its bucket; 1 if it was known. */
+/* Forget p and subtract it from its bucket; 1 if it was known (_bytes:
+ * and its bytes in *bytes). */
 int ha_objmap_remove(uintptr_t p);
+int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes);
 /* A sample the allocator keeps the record of (ha_prof_sampled_kept):
  * ha_objmap_count is ha_objmap_record without remembering p (1, with the
  * bucket's index in *idx, or -1: no such bucket yet); ha_objmap_free_kept
@@ -423,6 +432,36 @@ struct ha_sym_ops;
 const struct ha_sym_ops *ha_names_ops(void);
 void ha_names_postfork_child(void);
 
+/* ---- calibrate.c --------------------------------------------------------- */
+/* What a sampled profile's values were scaled to, for its comments. */
+enum { HA_CALIB_EXACT, HA_CALIB_BOUNDED };
+typedef struct ha_calib {
+	int64_t r;                /* the sampling interval */
+	int scaled;               /* values scaled to the books (else pprof's estimates, or raw at r <= 1) */
+	int inuse;                /* HA_CALIB_EXACT: in use is the books' figure; BOUNDED: an estimate within bounds */
+	uint64_t books[2];        /* the books since the start: allocated, in use */
+	uint64_t bound;           /* at most this much of the session's blocks is in use */
+	double est[4];            /* sums of the unsampled estimates, pprof's value order */
+	double rse[2];            /* relative standard error of est[1], est[3] */
+	double factor[2];         /* alloc, in-use scale factors */
+	uint64_t total[4];        /* sums of the values returned */
+} ha_calib;
+/* The values to write for lines[0..n) at interval r: v[4 * i + k], k in
+ * pprof's order (alloc objects, alloc bytes, in-use objects, in-use bytes),
+ * unsampled and scaled to the books' totals, adding up to them (set: its
+ * own books); NULL when not calibrated (r <= 1, switched off, a saved set
+ * without books, nothing sampled, or no memory): write the raw lines.
+ * ha_dump_mem memory (ha_dump_mem_free it).  c says what was done. */
+uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_lineset *set,
+			  ha_calib *c);
+/* Line i of the profile's comments (i = 0, 1, ...) into buf; -1 past the last. */
+int ha_calib_comment(const ha_calib *c, int i, char *buf, size_t cap);
+/* Relative standard error of a site's estimate from c samples of b bytes. */
+double ha_calib_rse(uint64_t c, uint64_t b, int64_t r);
+/* The totals (allocated, freed) the dump being written prints, so that its
+ * files add up to them; NULL after it. */
+void ha_calib_hold(const uint64_t t[2]);
+
 /* ---- session.c ------------------------------------------------------------- */
 extern pthread_mutex_t ha_prof_dump_lock;
 extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
@@ -434,6 +473,8 @@ int ha_prof_running(void);
 /* The session's mean sampling interval: what the sampler draws with and
  * every profile is written with. */
 int64_t ha_prof_rate(void);
+/* The session counts requested bytes (HEAP_PROFILE_EXACT_TOTALS). */
+int ha_prof_compat(void);
 uint64_t ha_prof_dumps(void);
 uint64_t ha_prof_samples(void);
 /* (ha_prof_prefork, ha_prof_postfork: alloc/hooks.h) */

@@ -31,10 +31,19 @@
 
 static HA_TLS uint64_t rng_state;
 static uint64_t rng_seed = 0x9e3779b97f4a7c15ull;
+/* HEAP_PROFILE_SEED: threads are told apart by the order they first draw
+ * in, not by their addresses, so that a run is sampled alike each time */
+static int rng_fixed;
+static uint64_t rng_threads;
 
 void ha_sampler_seed(uint64_t seed)
 {
-	rng_seed = seed | 1;
+	/* splitmix64's finaliser: seeds 1, 2, 3 start far apart */
+	seed += 0x9e3779b97f4a7c15ull;
+	seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+	seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+	rng_seed = (seed ^ (seed >> 31)) | 1;
+	__atomic_store_n(&rng_fixed, 1, __ATOMIC_RELAXED);
 }
 
 static uint64_t rng_next(void)
@@ -42,7 +51,10 @@ static uint64_t rng_next(void)
 	uint64_t x = rng_state;
 	if (HA_UNLIKELY(x == 0)) {
 		/* per-thread seed: the TLS address differs per thread */
-		x = rng_seed ^ ((uint64_t)(uintptr_t)&rng_state * 0xff51afd7ed558ccdull);
+		uint64_t t = __atomic_load_n(&rng_fixed, __ATOMIC_RELAXED)
+			   ? __atomic_add_fetch(&rng_threads, 1, __ATOMIC_RELAXED)
+			   : (uint64_t)(uintptr_t)&rng_state;
+		x = rng_seed ^ (t * 0xff51afd7ed558ccdull);
 		x ^= x >> 33;
 		if (!x)
 			x = 1;

@@ -45,6 +45,11 @@ int64_t ha_prof_rate(void)
 	return ha_session.r;
 }
 
+int ha_prof_compat(void)
+{
+	return ha_session.compat;
+}
+
 int ha_prof_start(const char *prefix, int from_env)
 {
 	if (!prefix || !*prefix)
@@ -96,6 +101,8 @@ int ha_prof_start(const char *prefix, int from_env)
 	__atomic_store_n(&ha_session.pending, 0, __ATOMIC_SEQ_CST);
 	ha_session.root_pid = ha_session.cur_pid = getpid();
 	ha_session.r = ha_prof_opt.sample_interval;
+	if (ha_prof_opt.seed)
+		ha_sampler_seed((uint64_t)ha_prof_opt.seed);
 	ha_session.a_int = ha_prof_opt.alloc_interval;
 	ha_session.d_int = ha_prof_opt.dealloc_interval;
 	ha_session.i_int = ha_prof_opt.inuse_interval;
@@ -103,6 +110,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_books(ha_session.base, ha_session.base_req);
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
+	ha_session.rec[0] = ha_session.rec[1] = 0;
 	ha_peak_reset(ha_prof_opt.peak_interval);
 	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);

@@ -28,6 +28,7 @@ struct ha_session {
 	int64_t r;                /* mean sampling interval */
 	int64_t a_int, d_int, i_int;
 	uint64_t base[2], base_req[2];  /* the books when profiling started */
+	uint64_t rec[2];          /* R = 1: requested bytes recorded, freed (atomic) */
 	uint64_t last_alloc, last_free, high_water; /* baselines, relative */
 	struct timespec last_time;
 	uint64_t ndumps;          /* file counter; carries on across stop/start */

@@ -30,10 +30,19 @@ ha_plock ha_prof_thr_lock = HA_PLOCK_INIT;
 
 /* Since profiling started: out[0] bytes allocated, out[1] bytes freed.
  * Default mode: the books' allocated unit, freed = allocated - in use;
- * compatibility mode: requested bytes. */
+ * compatibility mode: requested bytes; recording every allocation:
+ * requested bytes of the blocks recorded and freed, the unit of the lines
+ * (hooks.c), exact for every block the session recorded. */
 void ha_prof_totals(uint64_t out[2])
 {
 	uint64_t b[2], r[2];
+	if (ha_session.r <= 1 && !ha_session.compat) {
+		out[0] = __atomic_load_n(&ha_session.rec[0], __ATOMIC_RELAXED);
+		out[1] = __atomic_load_n(&ha_session.rec[1], __ATOMIC_RELAXED);
+		if (out[1] > out[0])
+			out[1] = out[0];
+		return;
+	}
 	ha_books(b, r);
 	if (ha_session.compat) {
 		for (int i = 0; i < 2; i++)

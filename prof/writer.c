@@ -271,8 +271,19 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 	size_t n = 0;
 	int own;
 	const ha_line *lines = ha_lines_of(set, &n, &own);
+	/* calibrated (calibrate.c): the lines are estimates already scaled to
+	 * the books, which neither pprof may scale again: @ heapprofile */
+	ha_calib cal;
+	uint64_t *cv = ha_calib_values(lines, n, r, set, &cal);
 	uint64_t t[4] = { 0, 0, 0, 0 };
 	for (size_t i = 0; i < n; i++) {
+		if (cv) {
+			t[0] += cv[4 * i + 2];
+			t[1] += cv[4 * i + 3];
+			t[2] += cv[4 * i];
+			t[3] += cv[4 * i + 1];
+			continue;
+		}
 		t[0] += lines[i].alloc_count - lines[i].free_count;
 		t[1] += lines[i].alloc_bytes - lines[i].free_bytes;
 		t[2] += lines[i].alloc_count;
@@ -280,7 +291,7 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 	}
 	ha_out_str(o, "heap profile: ");
 	out_counts(o, t[0], t[1], t[2], t[3]);
-	if (r > 1) {
+	if (r > 1 && !cv) {
 		ha_out_str(o, " heap_v2/");
 		ha_out_u64(o, (uint64_t)r, 0);
 		ha_out_str(o, "\n");
@@ -291,8 +302,11 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 		const ha_line *l = &lines[i];
 		if (!l->alloc_count || !l->b->depth)
 			continue;
-		out_counts(o, l->alloc_count - l->free_count,
-			   l->alloc_bytes - l->free_bytes, l->alloc_count, l->alloc_bytes);
+		if (cv)
+			out_counts(o, cv[4 * i + 2], cv[4 * i + 3], cv[4 * i], cv[4 * i + 1]);
+		else
+			out_counts(o, l->alloc_count - l->free_count,
+				   l->alloc_bytes - l->free_bytes, l->alloc_count, l->alloc_bytes);
 		/* The leaf is written minus 1, inside the call to malloc: perl
 		 * pprof steps back every address but the first, so a raw leaf
 		 * would be charged to whatever follows the call (with inlining,
@@ -312,6 +326,8 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 		fr[k++] = '\n';
 		ha_out_bytes(o, fr, k);
 	}
+	if (cv)
+		ha_dump_mem_free(cv);
 	if (lines && own)
 		ha_dump_mem_free((void *)lines);
 	ha_out_str(o, "\nMAPPED_LIBRARIES:\n");

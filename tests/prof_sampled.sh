@@ -2,10 +2,11 @@
 # A small sampling interval (R = 16 KiB): go tool pprof's unsampled
 # estimates per site fall within sampling error (relative sigma is about
 # sqrt(R / bytes): 3.6% for 12.8 MB, 2.9% for 20 MB; we allow 20%), lines
-# are heap_v2/16384; google-pprof reads the same file and agrees.
+# are heap_v2/16384; google-pprof reads the same file and agrees.  The
+# estimates as pprof makes them: not calibrated (prof_calibrate.sh).
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
-HEAPPROFILE="$tmp/s" HEAP_PROFILE_SAMPLE_INTERVAL=16384 "$W" sampled 2>"$tmp/err" || fail "prof_work sampled exited $?"
+HEAPPROFILE="$tmp/s" HEAP_PROFILE_CALIBRATE=0 HEAP_PROFILE_SAMPLE_INTERVAL=16384 "$W" sampled 2>"$tmp/err" || fail "prof_work sampled exited $?"
 f="$tmp/s.0001.heap"
 [ -f "$f" ] || { cat "$tmp/err"; fail "no $f"; finish; }
 shape "$f"

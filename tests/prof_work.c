@@ -28,6 +28,9 @@
  *   raise SIG       allocate, then die of signal SIG (default action)
  *   leak K N SIZE   K times: dump, then one "request" that leaks N blocks of
  *                   SIZE at leak_site and N of 100 bytes at small_leak
+ *   midrun PFX      20 MB kept at site_before, then HeapProfilerStart(PFX):
+ *                   24 MB kept at site_after_keep, 10 MB freed at
+ *                   site_after_free, dump 1; free site_before's, dump 2
  * Exit 0 pass, 1 failure, 99 hard error.
  */
 #include <dlfcn.h>
@@ -138,6 +141,42 @@ __attribute__((noinline)) void site_mixed(int n)
 		sink = malloc(65536);
 		free(sink);
 	}
+}
+
+/* ---- midrun: a session started by the API after the heap was built --- */
+__attribute__((noinline)) void site_before(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[100000 + i] = malloc(10240);    /* a size class: 2000 x = 20 MB */
+}
+
+__attribute__((noinline)) void site_after_keep(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[i] = malloc(8192);              /* 3000 x = 24.6 MB, kept */
+}
+
+__attribute__((noinline)) void site_after_free(int n)
+{
+	for (int i = 0; i < n; i++) {
+		sink = malloc(5120);                 /* 2000 x = 10.2 MB, freed */
+		free(sink);
+	}
+}
+
+static int mode_midrun(const char *pfx)
+{
+	site_before(2000);
+	HeapProfilerStart(pfx);
+	CHECK_EQ(IsHeapProfilerRunning(), 1);
+	site_after_keep(3000);
+	site_after_free(2000);
+	HeapProfilerDump("after start");
+	for (int i = 0; i < 2000; i++)           /* blocks older than the session */
+		free(keep[100000 + i]);
+	HeapProfilerDump("older blocks freed");
+	HeapProfilerStop();
+	return 0;
 }
 
 /* ---- pattern --------------------------------------------------------- */
@@ -398,6 +437,8 @@ int main(int argc, char **argv)
 	const char *m = argv[1];
 	if (!strcmp(m, "truth"))
 		mode_truth();
+	else if (!strcmp(m, "midrun") && argc >= 3)
+		mode_midrun(argv[2]);
 	else if (!strcmp(m, "sampled")) {
 		site_small_many(200000);
 		site_big_freed(100);
