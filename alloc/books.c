@@ -16,6 +16,10 @@
 
 /* books of threads that have exited: allocated, net, big, req alloc, req free */
 static uint64_t retired[5];
+/* the profiler's own use of malloc (ha_books_own_begin/end): allocated, in
+ * use, req alloc, req free; in use wraps when a section frees more than it
+ * allocated, as two's complement */
+static uint64_t own[4];
 
 static inline void add_own(uint64_t *c, int64_t v)
 {
@@ -91,11 +95,49 @@ void ha_books_totals(uint64_t out[2], uint64_t req[2])
 	s[2] += __atomic_load_n(&retired[2], __ATOMIC_RELAXED);
 	s[4] += __atomic_load_n(&retired[3], __ATOMIC_RELAXED);
 	s[5] += __atomic_load_n(&retired[4], __ATOMIC_RELAXED);
-	int64_t inuse = (int64_t)(s[1] - s[3] + s[2]);
-	out[0] = s[0];
+	uint64_t o[4];
+	for (int i = 0; i < 4; i++)
+		o[i] = __atomic_load_n(&own[i], __ATOMIC_RELAXED);
+	int64_t inuse = (int64_t)(s[1] - s[3] + s[2] - o[1]);
+	out[0] = s[0] - o[0];
 	out[1] = inuse < 0 ? 0 : (uint64_t)inuse;
-	req[0] = s[4];
-	req[1] = s[5];
+	req[0] = s[4] - o[2];
+	req[1] = s[5] - o[3];
+}
+
+/* This thread's own figures, exact: allocated, in use (what it took from
+ * the central cache and big blocks, less what its cache holds), req. */
+static int own_mark(int64_t m[4])
+{
+	ha_tcache *tc = &ha_tc;
+	if (tc->state != 1 || !tc->node)
+		return -1;
+	ha_tnode *nd = tc->node;
+	m[0] = tc->drawn - tc->sample_left;
+	m[1] = (int64_t)(nd->net_bytes + nd->big_bytes - ha_tcache_cached(tc));
+	m[2] = (int64_t)nd->req_alloc_bytes;
+	m[3] = (int64_t)nd->req_free_bytes;
+	return 0;
+}
+
+void ha_books_own_begin(int64_t mark[5])
+{
+	ha_ensure_init();
+	mark[4] = own_mark(mark);
+}
+
+void ha_books_own_end(const int64_t mark[5])
+{
+	int64_t now[4];
+	if (mark[4] != 0 || own_mark(now) != 0)
+		return;
+	for (int i = 0; i < 4; i++)
+		__atomic_fetch_add(&own[i], (uint64_t)(now[i] - mark[i]), __ATOMIC_RELAXED);
+}
+
+void ha_books_own(uint64_t *inuse)
+{
+	*inuse = __atomic_load_n(&own[1], __ATOMIC_RELAXED);
 }
 
 void ha_books(uint64_t out[2], uint64_t req[2])

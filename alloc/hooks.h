@@ -118,6 +118,14 @@ void ha_alloc_profiling(int mode, int record_all);
  * thread and for threads that have exited, as of their last slow path
  * (within a batch) for the others. */
 void ha_books(uint64_t out[2], uint64_t req[2]);
+/* The profiler's own use of the public malloc (its symboliser plugin:
+ * dlopen, libdw) leaves the books: everything the calling thread allocates
+ * and frees between begin and end (mark: 5 words) is taken out of
+ * ha_books, so that they count the program's heap only.  The section must
+ * run no program code.  ha_books_own: the bytes such sections hold now. */
+void ha_books_own_begin(int64_t mark[5]);
+void ha_books_own_end(const int64_t mark[5]);
+void ha_books_own(uint64_t *inuse);
 /* The program's mmap family goes to ha_prof_mmap_counts (on) or is a bare
  * system call (off). */
 void ha_alloc_mmap_profiling(int on);

@@ -350,6 +350,17 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 	int nc = 0;
 	while (nc < COMMENTS_MAX && ha_calib_comment(&cal, nc, comment[nc], sizeof comment[nc]) >= 0)
 		nc++;
+	if (nc < COMMENTS_MAX) {
+		/* whose profile it is: an exec'd descendant's files are named
+		 * by its pid only */
+		int k = ha_snprintf(comment[nc], sizeof comment[nc], "command: ");
+		ha_cmdline(comment[nc] + k, sizeof comment[nc] - (size_t)k - 48);
+		if (ha_prof_opt.profile_root)
+			ha_snprintf(comment[nc] + strlen(comment[nc]), 48,
+				    " (pid %d, descendant of pid %lld)", (int)getpid(),
+				    (long long)ha_prof_opt.profile_root);
+		nc++;
+	}
 
 	/* the memory map */
 	ha_writer_maps(&mo);
@@ -775,9 +786,12 @@ int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set)
 	ha_prof_busy = 1;
 	const ha_sym_ops *ops = NULL;
 	int want = ha_prof_opt.symbolize != 0;
+	int64_t mark[5];   /* the plugin's mallocs stay out of the books */
 	if (want) {
 		ha_names_lock();
+		ha_books_own_begin(mark);
 		ops = ha_names_ops();   /* the first time: dlopen, no other lock held */
+		ha_books_own_end(mark);
 	}
 	ha_out o = { NULL, 0, 0, -1, 0 };
 	enc e;
@@ -791,8 +805,11 @@ int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set)
 	ha_unlock(&ha_prof_dump_lock);
 	names nm;
 	memset(&nm, 0, sizeof nm);
-	if (!err && ops)
+	if (!err && ops) {
+		ha_books_own_begin(mark);
 		name_locations(&e, ops, &nm);
+		ha_books_own_end(mark);
+	}
 	ha_lock(&ha_prof_dump_lock);
 	if (!err) {
 		encode_tail(&o, &e, &nm);
