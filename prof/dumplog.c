@@ -116,29 +116,39 @@ void ha_dumplog_start(const char *path)
 	append(path, buf, 0);
 }
 
-void ha_dumplog_command(const char *path)
+size_t ha_cmdline(char *out, size_t cap)
 {
-	char buf[HEADER_LEN + LINE_MAX_LEN];
-	char *line = buf + HEADER_LEN;
-	size_t n = (size_t)ha_snprintf(line, LINE_MAX_LEN, "# command:");
+	size_t n = 0;
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
+	if (fd >= 0 && cap) {
 		char arg[LINE_MAX_LEN - 64];
 		ssize_t r;
 		do
 			r = read(fd, arg, sizeof arg);
 		while (r < 0 && errno == EINTR);
-		close(fd);
 		/* arguments space-separated; control bytes, which could split
-		 * the line, become '?' (as in the file and reason fields) */
-		for (ssize_t i = 0; i < r && n + 2 < LINE_MAX_LEN; i++) {
+		 * a line, become '?' (as in the file and reason fields) */
+		for (ssize_t i = 0; i < r && n + 2 < cap; i++) {
 			unsigned char c = (unsigned char)arg[i];
-			if (i == 0 || arg[i - 1] == 0)
-				line[n++] = ' ';
+			if (i && arg[i - 1] == 0)
+				out[n++] = ' ';
 			if (c)
-				line[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+				out[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
 		}
 	}
+	if (fd >= 0)
+		close(fd);
+	if (cap)
+		out[n < cap ? n : cap - 1] = 0;
+	return n;
+}
+
+void ha_dumplog_command(const char *path)
+{
+	char buf[HEADER_LEN + LINE_MAX_LEN];
+	char *line = buf + HEADER_LEN;
+	size_t n = (size_t)ha_snprintf(line, LINE_MAX_LEN, "# command: ");
+	n += ha_cmdline(line + n, LINE_MAX_LEN - n - 1);
 	line[n++] = '\n';
 	append(path, buf, n);
 }

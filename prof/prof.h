@@ -382,6 +382,9 @@ void ha_dumplog_start(const char *path);
 /* A comment line "# command: ARGS" (this process's command line), for a
  * descendant of the profiled program. */
 void ha_dumplog_command(const char *path);
+/* This process's command line, arguments space-separated, control bytes
+ * as '?', NUL-terminated in out (cap bytes); its length. */
+size_t ha_cmdline(char *out, size_t cap);
 /* Append dump number seq: t = allocated, freed (bytes); file the path
  * written, NULL when the dump failed ("-" in the log). */
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,

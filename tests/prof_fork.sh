@@ -33,6 +33,19 @@ if [ -n "$GO" ] && [ -x "$GO" ]; then
 	[ "$(flat inuse_objects "${pfx}_$epid.0001.heap" site_keep)" -gt 0 ] 2>/dev/null ||
 		fail "exec child profile has no site_keep"
 fi
+# in pprof form each profile's comments name its command; the exec'd
+# child's also say whose descendant it is
+if [ -n "$GO" ] && [ -x "$GO" ]; then
+	mkdir "$tmp/b"
+	HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_FORMAT=pprof "$W" fork >"$tmp/bout" 2>"$tmp/berr" ||
+		fail "pprof fork exited $?: $(cat "$tmp/berr")"
+	bepid=$(sed -n 's/^exec //p' "$tmp/bout")
+	eq "root profile's command" "$("$GO" tool pprof -comments "$tmp/b/p.0001.pb.gz" 2>/dev/null |
+		grep '^command:')" "command: $W fork"
+	"$GO" tool pprof -comments "$tmp/b/p_$bepid.0001.pb.gz" 2>/dev/null | grep '^command:' |
+		grep -qx "command: $W execchild $tmp/b/p (pid $bepid, descendant of pid [0-9]*)" ||
+		fail "exec child's profile comments: $("$GO" tool pprof -comments "$tmp/b/p_$bepid.0001.pb.gz" 2>&1)"
+fi
 # HEAPPROFILE_USE_PID=t: the root uses the pid form too
 mkdir "$tmp/u"
 HEAPPROFILE="$tmp/u/p" HEAPPROFILE_USE_PID=t "$W" exit >/dev/null 2>&1
