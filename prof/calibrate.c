@@ -214,7 +214,14 @@ uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_li
 	uint64_t want[4];
 	want[1] = c->books[0];
 	want[3] = (uint64_t)(want_in + 0.5);
-	if (c->est[1] <= 0 || (c->est[3] <= 0 && want[3])) {
+	if (c->est[3] <= 0 && want[3]) {
+		/* bytes in use, but no sampled block among them (a program
+		 * that freed nearly everything): no site to give them to, the
+		 * allocated side is still scaled */
+		c->inuse = HA_CALIB_UNSAMPLED;
+		want[3] = 0;
+	}
+	if (c->est[1] <= 0) {
 		/* nothing sampled to scale */
 		ha_dump_mem_free(x);
 		ha_dump_mem_free(v);
@@ -296,6 +303,10 @@ int ha_calib_comment(const ha_calib *c, int i, char *buf, size_t cap)
 		factor(a, sizeof a, c->factor[1]);
 		pct(b, sizeof b, c->books[1] ? c->est[3] / (double)c->books[1] - 1 : 0);
 		pct(e, sizeof e, c->rse[1]);
+		if (c->inuse == HA_CALIB_UNSAMPLED)
+			return ha_snprintf(buf, cap, "inuse_space: %llu bytes in use (exact), none "
+					   "of them in a sampled block, so no site shows them",
+					   (unsigned long long)c->books[1]);
 		if (c->inuse == HA_CALIB_BOUNDED)
 			return ha_snprintf(buf, cap, "inuse_space: %llu bytes, the estimate kept "
 					   "between %llu (in use now less in use at the start) "

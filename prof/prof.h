@@ -437,11 +437,11 @@ void ha_names_postfork_child(void);
 
 /* ---- calibrate.c --------------------------------------------------------- */
 /* What a sampled profile's values were scaled to, for its comments. */
-enum { HA_CALIB_EXACT, HA_CALIB_BOUNDED };
+enum { HA_CALIB_EXACT, HA_CALIB_BOUNDED, HA_CALIB_UNSAMPLED };
 typedef struct ha_calib {
 	int64_t r;                /* the sampling interval */
 	int scaled;               /* values scaled to the books (else pprof's estimates, or raw at r <= 1) */
-	int inuse;                /* HA_CALIB_EXACT: in use is the books' figure; BOUNDED: an estimate within bounds */
+	int inuse;                /* HA_CALIB_EXACT: in use is the books' figure; BOUNDED: an estimate within bounds; UNSAMPLED: in use but none of it sampled, so none shown */
 	uint64_t books[2];        /* the books since the start: allocated, in use */
 	uint64_t bound;           /* at most this much of the session's blocks is in use */
 	double est[4];            /* sums of the unsampled estimates, pprof's value order */
