@@ -226,6 +226,7 @@ void *ha_compat_alloc(size_t n, size_t align, int zero)
  * for a plain block: its accounting, then back to the thread cache. */
 static void free_block(ha_span *s, void *p, uint64_t *h, char *b)
 {
+	ha_books_turn();
 	int64_t c = 0;
 	if (h) {
 		if (hdr_flags(h) & HA_HDR_CLASS) {   /* undo the sample's books correction */
@@ -311,6 +312,7 @@ void ha_compat_free_small(ha_span *s, void *p)
 		free_odd(s, p, m);
 		return;
 	}
+	ha_books_turn();
 	uint64_t *h = (uint64_t *)p - 2;
 	h[1] = 0;
 	ha_tcache *tc = &ha_tc;

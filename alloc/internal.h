@@ -381,6 +381,7 @@ typedef struct ha_hot {
 	int record_all;          /* every allocation is recorded: small blocks
 				  * are recorded in place, their span marked */
 	int mmap_prof;           /* the program's mmap calls are profiled (mmap.c) */
+	int free_watch;          /* frees report their turn (ha_alloc_watch_frees) */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_key (ha_hot.prof_key)
@@ -431,6 +432,15 @@ static inline void ha_books_freed(ha_tcache *tc, int64_t bytes)
 {
 	if (HA_UNLIKELY((tc->free_check -= bytes) < 0))
 		ha_books_check(tc);
+}
+/* A free is about to lower in use (a slow path, before its block leaves
+ * the profile or the books): while the profiler watches for the turn,
+ * tell it.  One load of the slow paths' own cache line; the free fast
+ * path (a push onto the thread's list) never looks. */
+static inline void ha_books_turn(void)
+{
+	if (HA_UNLIKELY(__atomic_load_n(&ha_hot.free_watch, __ATOMIC_ACQUIRE)))
+		ha_prof_turn();
 }
 /* The countdown (sample_left, or compat_left in compatibility mode) held
  * before (>= 0) when an allocation charged `charge` bytes it did not

@@ -151,9 +151,9 @@ void ha_prof_stop(void)
 		__atomic_store_n(&ha_session.pending, 0, __ATOMIC_SEQ_CST);
 		ha_session.qfolded = 0;
 		ha_plock_unlock(&ha_prof_thr_lock);
+		ha_peak_drop();    /* a turn past this point sees the stop */
 		ha_table_lock();
 		ha_objmap_lock_all();
-		ha_peak_drop();
 		ha_objmap_destroy();
 		ha_table_destroy();
 		ha_objmap_unlock_all();
@@ -172,6 +172,7 @@ void ha_prof_prefork(void)
 	ha_prof_fork_window = 1;
 	ha_stack_prefork();
 	ha_lock(&ha_prof_dump_lock);
+	ha_peak_prefork();
 	ha_plock_lock(&ha_prof_thr_lock);
 	ha_table_lock();
 	ha_mmaps_lock();
@@ -182,6 +183,7 @@ void ha_prof_postfork(int child)
 {
 	if (child) {
 		pthread_mutex_init(&ha_prof_dump_lock, NULL);
+		ha_peak_postfork(1);
 		ha_plock_init(&ha_prof_thr_lock);
 		ha_table_postfork_child();
 		ha_mmaps_postfork_child();
@@ -199,6 +201,7 @@ void ha_prof_postfork(int child)
 		ha_mmaps_unlock();
 		ha_table_unlock();
 		ha_plock_unlock(&ha_prof_thr_lock);
+		ha_peak_postfork(0);
 		ha_unlock(&ha_prof_dump_lock);
 	}
 	/* the torn child's prefork ran none of this */

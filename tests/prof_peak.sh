@@ -2,8 +2,8 @@
 # PREFIX.peak.heap: the profile at the highest in-use total, written with the
 # dumps.  Recording every allocation, 40 MiB allocated at peak_site_a and
 # freed before 5 MiB at peak_site_b: the peak shows exactly the 40 MiB and
-# nothing of b, the exit dump the reverse; the default 16 MiB step keeps the
-# copy taken at 32 MiB; both formats; a fork child's own name; 0 turns it off;
+# nothing of b, the exit dump the reverse; with the default step too (the
+# copy is taken at the turn, before the first free); both formats; a fork child's own name; 0 turns it off;
 # a stale peak file of an earlier run goes at start.
 PROF_WORK="$top_builddir/tests/prof_peak"
 . "$top_srcdir/tests/prof_lib.sh"
@@ -24,11 +24,11 @@ eq "exit: a allocated" "$(flat alloc_space "$tmp/a/p.0001.heap" peak_site_a)" $(
 grep -qx "Writing the peak heap profile to $tmp/a/p.peak.heap (40 MB in use at the peak)" "$tmp/a.err" ||
 	fail "no peak line on stderr: $(cat "$tmp/a.err")"
 
-# the default step: copies at 16 and 32 MiB in use, none at 40
+# the default step: the copy at the turn holds all 40 MiB
 mkdir "$tmp/d"
 HEAPPROFILE="$tmp/d/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" 40 5 2>"$tmp/d.err" ||
 	fail "default step: exited $?"
-eq "default step: a bytes" "$(flat inuse_space "$tmp/d/p.peak.heap" peak_site_a)" $((32 * MIB))
+eq "default step: a bytes" "$(flat inuse_space "$tmp/d/p.peak.heap" peak_site_a)" $((40 * MIB))
 
 # both formats: the pprof file holds the same peak
 mkdir "$tmp/b"
