@@ -96,6 +96,7 @@ extern uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 /* ---- meta.c ------------------------------------------------------------ */
 void *ha_meta_alloc(size_t bytes);    /* zeroed, 16-aligned, never freed */
 uint64_t ha_meta_bytes(void);
+uint64_t ha_meta_resident(void);      /* resident bytes of its chunks */
 void ha_meta_prefork(void);
 void ha_meta_postfork(int child);
 
@@ -222,6 +223,8 @@ void ha_huge_free(void *p);
 void *ha_huge_realloc(void *p, size_t n);     /* NULL: p untouched */
 size_t ha_huge_trim(void);
 void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached);
+uint64_t ha_huge_resident(void);      /* resident bytes of the regions */
+uint64_t ha_arena_cache_resident(void);   /* of the hot cached large blocks */
 void ha_huge_prefork(void);
 void ha_huge_postfork(int child);
 
@@ -476,6 +479,12 @@ extern pthread_key_t ha_thread_key;
  * through the libc symbol, which is ours, and its mappings are not the
  * program's. */
 extern HA_TLS int ha_mmap_own;
+/* Resident bytes of [lo, hi) (mincore; unmapped parts count 0). */
+uint64_t ha_resident(uintptr_t lo, uintptr_t hi);
+/* Resident bytes of everything mimalloc has mapped. */
+uint64_t ha_mmap_own_resident(void);
+void ha_mmap_prefork(void);
+void ha_mmap_postfork(int child);
 
 /* ---- entry.c ------------------------------------------------------------ */
 extern ha_counter ha_slow_allocs;   /* refills + large/huge allocations (relaxed) */

@@ -13,19 +13,26 @@
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *meta_cur, *meta_end;
 static uint64_t meta_total;
+/* the chunks, each headed by {next chunk, its length} (for the stats) */
+static void **meta_chunks;
+#define META_HDR 16
 
 void *ha_meta_alloc(size_t bytes)
 {
 	bytes = (bytes + 15) & ~(size_t)15;
 	ha_lock(&meta_lock);
 	if ((size_t)(meta_end - meta_cur) < bytes) {
-		size_t want = bytes > META_CHUNK ? (bytes + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
+		size_t need = bytes + META_HDR;
+		size_t want = need > META_CHUNK ? (need + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
 		void *m = ha_sys_mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED) {
 			ha_unlock(&meta_lock);
 			return NULL;
 		}
-		meta_cur = m;
+		((void **)m)[0] = meta_chunks;
+		((size_t *)m)[1] = want;
+		meta_chunks = m;
+		meta_cur = (char *)m + META_HDR;
 		meta_end = (char *)m + want;
 		meta_total += want;
 	}
@@ -39,6 +46,27 @@ void *ha_meta_alloc(size_t bytes)
 uint64_t ha_meta_bytes(void)
 {
 	return __atomic_load_n(&meta_total, __ATOMIC_RELAXED);
+}
+
+uint64_t ha_meta_resident(void)
+{
+	uintptr_t r[64][2];
+	uint64_t b = 0;
+	ha_lock(&meta_lock);
+	void **c = meta_chunks;
+	while (c) {
+		unsigned n = 0;
+		for (; c && n < 64; c = c[0], n++) {
+			r[n][0] = (uintptr_t)c;
+			r[n][1] = (uintptr_t)c + ((size_t *)c)[1];
+		}
+		/* chunks are never unmapped: mincore outside the lock is safe,
+		 * but it is short enough to keep the walk simple */
+		for (unsigned i = 0; i < n; i++)
+			b += ha_resident(r[i][0], r[i][1]);
+	}
+	ha_unlock(&meta_lock);
+	return b;
 }
 
 void ha_meta_prefork(void)

@@ -24,6 +24,11 @@
  * munmap forgets the records whose start lies in the range and counts them
  * freed, whole; mremap is a free of the old range and an allocation of the
  * new one.  Never takes an allocator lock; never allocates itself.
+ *
+ * mimalloc's own mappings (made inside it: ha_mmap_own) are kept as a list
+ * of ranges, so that the statistics can count their resident pages
+ * (ha_alloc_resident_read: mimalloc commits more than it touches, and keeps
+ * a reserve).  Their lock (own_lock) is a leaf, taken only around the list.
  */
 #define _GNU_SOURCE 1
 #include "alloc/internal.h"
@@ -35,6 +40,128 @@
 #endif
 
 HA_TLS int ha_mmap_own;
+
+/* ---- mimalloc's mappings ------------------------------------------------ */
+/* Ranges mimalloc has mapped and not unmapped, merged where they touch;
+ * what does not fit is counted in own_lost (then unknown to the stats). */
+#define OWN_MAX 256
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t lo, hi; } own_tab[OWN_MAX];
+static unsigned own_n;
+static uint64_t own_lost;
+
+/* Take [lo, hi) out of the list.  own_lock held. */
+static void own_cut(uintptr_t lo, uintptr_t hi)
+{
+	for (unsigned i = 0; i < own_n;) {
+		uintptr_t a = own_tab[i].lo, b = own_tab[i].hi;
+		if (b <= lo || a >= hi) {
+			i++;
+			continue;
+		}
+		if (a < lo && b > hi) {            /* a hole in the middle */
+			own_tab[i].hi = lo;
+			if (own_n < OWN_MAX) {
+				own_tab[own_n].lo = hi;
+				own_tab[own_n++].hi = b;
+			} else {
+				own_lost += b - hi;
+			}
+			return;
+		}
+		if (a < lo) {
+			own_tab[i++].hi = lo;
+		} else if (b > hi) {
+			own_tab[i++].lo = hi;
+		} else {
+			own_tab[i] = own_tab[--own_n];   /* covered: gone */
+		}
+	}
+}
+
+static HA_COLD void own_mapped(void *p, size_t len, int add)
+{
+	uintptr_t lo = (uintptr_t)p, hi = lo + ((len + 4095) & ~(size_t)4095);
+	ha_lock(&own_lock);
+	own_cut(lo, hi);
+	if (add) {
+		unsigned i = 0;
+		while (i < own_n && own_tab[i].hi != lo && own_tab[i].lo != hi)
+			i++;
+		if (i < own_n) {
+			if (own_tab[i].hi == lo)
+				own_tab[i].hi = hi;
+			else
+				own_tab[i].lo = lo;
+		} else if (own_n < OWN_MAX) {
+			own_tab[own_n].lo = lo;
+			own_tab[own_n++].hi = hi;
+		} else {
+			own_lost += hi - lo;
+		}
+	}
+	ha_unlock(&own_lock);
+}
+
+uint64_t ha_resident(uintptr_t lo, uintptr_t hi)
+{
+	static long pg;
+	if (!pg)
+		pg = sysconf(_SC_PAGESIZE);
+	unsigned char v[4096];
+	uint64_t n = 0;
+	lo &= ~(uintptr_t)(pg - 1);
+	while (lo < hi) {
+		size_t len = hi - lo < sizeof v * (size_t)pg ? hi - lo : sizeof v * (size_t)pg;
+		size_t np = (len + (size_t)pg - 1) / (size_t)pg;
+		if (mincore((void *)lo, len, v) == 0)
+			for (size_t i = 0; i < np; i++)
+				n += v[i] & 1;
+		lo += len;
+	}
+	return n * (uint64_t)pg;
+}
+
+uint64_t ha_mmap_own_resident(void)
+{
+	uintptr_t r[OWN_MAX][2];
+	ha_lock(&own_lock);
+	unsigned n = own_n;
+	for (unsigned i = 0; i < n; i++) {
+		r[i][0] = own_tab[i].lo;
+		r[i][1] = own_tab[i].hi;
+	}
+	ha_unlock(&own_lock);
+	uint64_t b = 0;
+	for (unsigned i = 0; i < n; i++)
+		b += ha_resident(r[i][0], r[i][1]);
+	return b;
+}
+
+unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap)
+{
+	ha_lock(&own_lock);
+	unsigned n = own_n;
+	for (unsigned i = 0; i < n && i < cap; i++) {
+		out[i][0] = own_tab[i].lo;
+		out[i][1] = own_tab[i].hi;
+	}
+	ha_unlock(&own_lock);
+	return n;
+}
+
+void ha_mmap_prefork(void)
+{
+	ha_lock(&own_lock);
+}
+
+void ha_mmap_postfork(int child)
+{
+	if (child)
+		pthread_mutex_init(&own_lock, NULL);
+	else
+		ha_unlock(&own_lock);
+}
 
 void ha_alloc_mmap_profiling(int on)
 {
@@ -76,7 +203,9 @@ HA_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 		return MAP_FAILED;
 	}
 	void *p = ha_sys_mmap(addr, len, prot, flags, fd, off);
-	if (HA_UNLIKELY(__atomic_load_n(&ha_hot.mmap_prof, __ATOMIC_RELAXED)) && p != MAP_FAILED)
+	if (HA_UNLIKELY(ha_mmap_own) && p != MAP_FAILED)
+		own_mapped(p, len, 1);
+	else if (HA_UNLIKELY(__atomic_load_n(&ha_hot.mmap_prof, __ATOMIC_RELAXED)) && p != MAP_FAILED)
 		mapped_slow(p, len);
 	return p;
 }
@@ -98,6 +227,12 @@ static HA_COLD int munmap_slow(void *addr, size_t len)
 
 HA_EXPORT int munmap(void *addr, size_t len)
 {
+	if (HA_UNLIKELY(ha_mmap_own)) {
+		int r = ha_sys_munmap(addr, len);
+		if (r == 0)
+			own_mapped(addr, len, 0);
+		return r;
+	}
 	if (HA_UNLIKELY(__atomic_load_n(&ha_hot.mmap_prof, __ATOMIC_RELAXED)))
 		return munmap_slow(addr, len);
 	return ha_sys_munmap(addr, len);

@@ -271,6 +271,8 @@ ha_line *ha_table_snapshot(size_t *n);
 size_t ha_table_copy(ha_line *lines, size_t cap);
 uint32_t ha_table_size_key(size_t req);
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops);
+/* Of that memory, the raw chunks the buckets live in (the backing arena's). */
+uint64_t ha_table_raw_bytes(void);
 void ha_table_lock(void);
 void ha_table_unlock(void);
 void ha_table_postfork_child(void);

@@ -268,6 +268,11 @@ static uint64_t heads_resident(void)
 	return n * pg;
 }
 
+uint64_t ha_table_raw_bytes(void)
+{
+	return __atomic_load_n(&chunk_bytes, __ATOMIC_RELAXED);
+}
+
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
 {
 	ha_plock_lock(&table_lock);

@@ -6,8 +6,18 @@
  *   prof_peak map FILE H maps FILE, reads every page, mallocs H MiB at
  *                        heap_site and touches it, exits holding both
  *                        (tests/prof_stats.sh: the stats explain the RSS)
+ * Climbs to an exact peak of N bytes in blocks of B bytes at climb_site
+ * (nothing else allocated: the pointers live in a static array), then
+ * frees everything:
+ *   prof_peak climb N B       one climb
+ *   prof_peak saw N B         three rising teeth, 3/8 N down to 1/8 N,
+ *                             3/4 N down to 1/2 N, then N
+ *   prof_peak threads T N B   T threads climb N/T each; at the top (a
+ *                             barrier) all free theirs at once
  */
+#include <ctype.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -64,6 +74,75 @@ static int map_file(const char *path, int mib)
 	return sum == 0 ? 0 : 6;          /* the file is zeros */
 }
 
+#define CLIMB_MAX (1 << 20)
+static void *blocks[CLIMB_MAX];
+static size_t nblocks, block_size;
+static pthread_barrier_t top;
+
+__attribute__((noinline)) void climb_site(size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		blocks[i] = malloc(block_size);
+		memset(blocks[i], 5, block_size);
+	}
+}
+
+static void drop(size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		free(blocks[i]);
+}
+
+struct part {
+	size_t from, to;
+};
+
+static void *climber(void *arg)
+{
+	struct part *p = arg;
+	climb_site(p->from, p->to);
+	pthread_barrier_wait(&top);
+	drop(p->from, p->to);
+	return NULL;
+}
+
+/* kind: climb, saw or threads; 0, or 2 on bad arguments */
+static int climb(const char *kind, int threads, long long n, long long b)
+{
+	if (b <= 0 || n <= 0 || n % b || n / b > CLIMB_MAX || threads < 1 || threads > 64 ||
+	    (n / b) % (threads * 8))
+		return 2;
+	block_size = (size_t)b;
+	nblocks = (size_t)(n / b);
+	size_t k = nblocks;
+	if (strcmp(kind, "climb") == 0) {
+		climb_site(0, k);
+		drop(0, k);
+	} else if (strcmp(kind, "saw") == 0) {
+		climb_site(0, k * 3 / 8);          /* tooth 1: 3/8 */
+		drop(k / 8, k * 3 / 8);            /* down to 1/8 */
+		climb_site(k / 8, k * 3 / 4);      /* tooth 2: 3/4 */
+		drop(k / 2, k * 3 / 4);            /* down to 1/2 */
+		climb_site(k / 2, k);              /* tooth 3: all */
+		drop(0, k);
+	} else if (strcmp(kind, "threads") == 0) {
+		pthread_t t[64];
+		struct part parts[64];
+		pthread_barrier_init(&top, NULL, (unsigned)threads);
+		for (int i = 0; i < threads; i++) {
+			parts[i].from = k / threads * i;
+			parts[i].to = k / threads * (i + 1);
+			if (pthread_create(&t[i], NULL, climber, &parts[i]))
+				return 3;
+		}
+		for (int i = 0; i < threads; i++)
+			pthread_join(t[i], NULL);
+	} else {
+		return 2;
+	}
+	return 0;
+}
+
 static void run(int a, int b)
 {
 	peak_site_a(a);
@@ -89,6 +168,10 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && strcmp(argv[1], "map") == 0)
 		return map_file(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "threads") != 0 && isalpha((unsigned char)argv[1][0]))
+		return climb(argv[1], 1, atoll(argv[2]), atoll(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "threads") == 0)
+		return climb(argv[1], atoi(argv[2]), atoll(argv[3]), atoll(argv[4]));
 	if (argc != 3)
 		return 2;
 	int a = atoi(argv[1]), b = atoi(argv[2]);
