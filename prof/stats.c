@@ -5,7 +5,8 @@
  * mimalloc committed but never touched is not resident), the process's
  * from /proc/self/status (resident bytes by kind) and /proc/self/smaps
  * (the largest resident mappings by path, all anonymous memory as one
- * "[anon]", and the threads' stacks; walked at most once a second).
+ * "[anon]", and the threads' stacks; walked at most once a second while
+ * the anonymous RSS stays within 1/64 of the last walk's).
  * "name value" lines, bytes, under a comment header.  Written via
  * path.tmp + rename; never allocates (stack buffers, raw system calls).
  */
@@ -38,13 +39,15 @@ typedef struct {
 	region top[TOP];
 	uint64_t stack;                               /* smaps: the main thread's [stack] */
 	uint64_t tstacks;                             /* smaps: the other threads' stacks */
+	uint64_t files;                               /* smaps: mappings of files, with
+							 * their private copies (data) */
 	region cur;                                   /* smaps: the run being summed */
 	uint64_t anon_all;
 	int have_cur;
 	/* the mapping being read: a thread's stack is an anonymous rw-p
 	 * mapping right above an anonymous ---p guard (glibc's layout) */
 	uintptr_t prev_hi;
-	int prev_guard, in_stack;
+	int prev_guard, in_stack, in_file;
 	/* mimalloc's mappings, whose ---p reserve is no guard */
 	uintptr_t own[OWN_RANGES][2];
 	unsigned nown;
@@ -218,12 +221,15 @@ static void smaps_line(const char *l, size_t n, void *arg)
 			m->cur.rss += v;
 			if (m->in_stack)
 				m->tstacks += v;
+			if (m->in_file)
+				m->files += v;
 		}
 		return;
 	}
 	int k = header_path(l, n, path);
 	if (k >= 0) {
 		note_vma(m, l, n, k == 6 && memcmp(path, "[anon]", 6) == 0);
+		m->in_file = path[0] == '/';
 		if (m->have_cur && m->cur.len == (size_t)k && memcmp(m->cur.path, path, (size_t)k) == 0)
 			return;                      /* the next piece of the same file */
 		if (m->have_cur)
@@ -307,7 +313,8 @@ static struct {
 	pid_t pid;
 	struct timespec at;
 	region top[TOP];
-	uint64_t stack, tstacks;
+	uint64_t stack, tstacks, files;
+	uint64_t anon;            /* RssAnon then: a walk after a big change is stale */
 } walked;
 
 /* Counters always; *age_ms: how old the regions are (0: walked now). */
@@ -332,10 +339,13 @@ static void read_proc(proc_mem *m, long *age_ms)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	long age = (long)(now.tv_sec - walked.at.tv_sec) * 1000 +
 		   (now.tv_nsec - walked.at.tv_nsec) / 1000000;
-	if (walked.pid == getpid() && age < 1000) {
+	uint64_t moved = m->anon > walked.anon ? m->anon - walked.anon : walked.anon - m->anon;
+	uint64_t slack = m->anon / 64 > ((uint64_t)1 << 20) ? m->anon / 64 : (uint64_t)1 << 20;
+	if (walked.pid == getpid() && age < 1000 && moved <= slack) {
 		memcpy(m->top, walked.top, sizeof m->top);
 		m->stack = walked.stack;
 		m->tstacks = walked.tstacks;
+		m->files = walked.files;
 		*age_ms = age > 0 ? age : 1;
 		return;
 	}
@@ -349,6 +359,8 @@ static void read_proc(proc_mem *m, long *age_ms)
 		memcpy(walked.top, m->top, sizeof m->top);
 		walked.stack = m->stack;
 		walked.tstacks = m->tstacks;
+		walked.files = m->files;
+		walked.anon = m->anon;
 		walked.pid = getpid();
 		walked.at = now;
 	}
@@ -388,7 +400,10 @@ static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *a
 	uint64_t heap = res->arena + res->huge, named = books[1] + held + prof_raw;
 	uint64_t kept = heap > named ? heap - named : 0;
 	uint64_t stacks = m->stack + m->tstacks;
+	/* the walk's file mappings hold their private copies (data written,
+	 * relocations), which the kernel counts anonymous */
 	uint64_t file = m->file_rss + m->shmem;
+	file = m->files > file ? m->files : file;
 	uint64_t parts[] = { books[1], held, kept, prof, res->meta, stacks, file };
 	uint64_t sum = 0;
 	for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++)
@@ -401,7 +416,7 @@ static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *a
 	line(o, "rss.profiler", prof, "stack table, sampled-object map, peak copy");
 	line(o, "rss.metadata", res->meta, "span records, page map (resident pages)");
 	line(o, "rss.stacks", stacks, "threads' stacks: [stack] and the others' (below their guard)");
-	line(o, "rss.file", file, "file-backed and shared: code, mapped files, tmpfs");
+	line(o, "rss.file", file, "mappings of files and shared memory, with their written copies");
 	if (sum <= m->rss) {
 		line(o, "rss.other", m->rss - sum,
 		     "not named above: the program's own mmaps, libc, globals");

@@ -14,6 +14,11 @@
  *                             3/4 N down to 1/2 N, then N
  *   prof_peak threads T N B   T threads climb N/T each; at the top (a
  *                             barrier) all free theirs at once
+ * For tests/prof_stats.sh, workloads whose stats must explain their RSS:
+ *   prof_peak spike N B K     N bytes in blocks of B, every page written,
+ *                             all freed but the first K bytes; exit
+ *   prof_peak stacks T K      T threads each write K KiB of their stack,
+ *                             then wait while main dumps ("stacks")
  */
 #include <ctype.h>
 #include <fcntl.h>
@@ -143,6 +148,57 @@ static int climb(const char *kind, int threads, long long n, long long b)
 	return 0;
 }
 
+static int spike(long long n, long long b, long long keep)
+{
+	if (b <= 0 || n < b || n / b > CLIMB_MAX || keep < 0 || keep > n)
+		return 2;
+	block_size = (size_t)b;
+	nblocks = (size_t)(n / b);
+	climb_site(0, nblocks);
+	drop((size_t)(keep / b), nblocks);
+	return 0;
+}
+
+static pthread_barrier_t stacks_up, stacks_done;
+static int stack_kib;
+
+__attribute__((noinline)) static void stack_touch(int kib)
+{
+	volatile char buf[4096];
+	buf[0] = 1;
+	if (kib > 4)
+		stack_touch(kib - 4);
+	buf[4095] = buf[0];
+}
+
+static void *stacker(void *arg)
+{
+	(void)arg;
+	stack_touch(stack_kib);
+	pthread_barrier_wait(&stacks_up);
+	pthread_barrier_wait(&stacks_done);
+	return NULL;
+}
+
+static int stacks(int t, int kib)
+{
+	if (t < 1 || t > 64 || kib < 4 || kib > 4096)
+		return 2;
+	pthread_t th[64];
+	stack_kib = kib;
+	pthread_barrier_init(&stacks_up, NULL, (unsigned)t + 1);
+	pthread_barrier_init(&stacks_done, NULL, (unsigned)t + 1);
+	for (int i = 0; i < t; i++)
+		if (pthread_create(&th[i], NULL, stacker, NULL))
+			return 3;
+	pthread_barrier_wait(&stacks_up);
+	int e = heapalloc_profile_dump("stacks");
+	pthread_barrier_wait(&stacks_done);
+	for (int i = 0; i < t; i++)
+		pthread_join(th[i], NULL);
+	return e ? 4 : 0;
+}
+
 static void run(int a, int b)
 {
 	peak_site_a(a);
@@ -168,6 +224,10 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && strcmp(argv[1], "map") == 0)
 		return map_file(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "spike") == 0)
+		return spike(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]));
+	if (argc == 4 && strcmp(argv[1], "stacks") == 0)
+		return stacks(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "threads") != 0 && isalpha((unsigned char)argv[1][0]))
 		return climb(argv[1], 1, atoll(argv[2]), atoll(argv[3]));
 	if (argc == 5 && strcmp(argv[1], "threads") == 0)
