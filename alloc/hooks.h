@@ -105,16 +105,18 @@ typedef struct ha_alloc_view {
 	uint64_t large_cache_hot, large_cache_cold; /* freed blocks > 32 KiB */
 } ha_alloc_view;
 void ha_alloc_view_read(ha_alloc_view *v);
-/* Resident bytes (mincore) of the allocator's own memory: arena, every
- * mapping mimalloc made (spans, large blocks, raw memory, the freed pages
- * it keeps, its own headers); huge, the huge-block regions; meta, the
- * metadata chunks; large_hot, the freed large blocks kept hot (of the
- * arena's).  A pass over their page tables: for the stats. */
+/* Resident bytes (mincore) of the allocator's own memory: huge, the
+ * huge-block regions; meta, the metadata chunks; large_hot, the freed
+ * large blocks kept hot (in mimalloc's mappings, whose resident bytes the
+ * stats read from /proc/self/smaps by ha_alloc_arena_ranges).  A pass
+ * over their page tables: for the stats. */
 typedef struct ha_alloc_resident {
-	uint64_t arena, huge, meta, large_hot;
+	uint64_t huge, meta, large_hot;
 } ha_alloc_resident;
 void ha_alloc_resident_read(ha_alloc_resident *r);
-/* Up to cap of the ranges [lo, hi) mimalloc has mapped; how many there are. */
+/* Up to cap of the ranges [lo, hi) mimalloc has mapped (spans, large
+ * blocks, raw memory, the freed pages it keeps, its headers, its reserve);
+ * how many there are. */
 unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap);
 /* on: every thread's slow frees call ha_prof_turn first, until off. */
 void ha_alloc_watch_frees(int on);

@@ -481,8 +481,6 @@ extern pthread_key_t ha_thread_key;
 extern HA_TLS int ha_mmap_own;
 /* Resident bytes of [lo, hi) (mincore; unmapped parts count 0). */
 uint64_t ha_resident(uintptr_t lo, uintptr_t hi);
-/* Resident bytes of everything mimalloc has mapped. */
-uint64_t ha_mmap_own_resident(void);
 void ha_mmap_prefork(void);
 void ha_mmap_postfork(int child);
 

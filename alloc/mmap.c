@@ -27,13 +27,14 @@
  *
  * mimalloc's own mappings (made inside it: ha_mmap_own) are kept as a list
  * of ranges, so that the statistics can count their resident pages
- * (ha_alloc_resident_read: mimalloc commits more than it touches, and keeps
+ * (ha_alloc_arena_ranges: mimalloc commits more than it touches, and keeps
  * a reserve).  Their lock (own_lock) is a leaf, taken only around the list.
  */
 #define _GNU_SOURCE 1
 #include "alloc/internal.h"
 #include <errno.h>
 #include <stdarg.h>
+#include <string.h>
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -108,34 +109,19 @@ uint64_t ha_resident(uintptr_t lo, uintptr_t hi)
 	static long pg;
 	if (!pg)
 		pg = sysconf(_SC_PAGESIZE);
-	unsigned char v[4096];
+	uint64_t v[512];          /* mincore's bytes, bit 0 each: 8 pages a word */
 	uint64_t n = 0;
 	lo &= ~(uintptr_t)(pg - 1);
 	while (lo < hi) {
 		size_t len = hi - lo < sizeof v * (size_t)pg ? hi - lo : sizeof v * (size_t)pg;
 		size_t np = (len + (size_t)pg - 1) / (size_t)pg;
-		if (mincore((void *)lo, len, v) == 0)
-			for (size_t i = 0; i < np; i++)
-				n += v[i] & 1;
+		memset((char *)v + np, 0, (8 - np % 8) % 8);
+		if (mincore((void *)lo, len, (unsigned char *)v) == 0)
+			for (size_t i = 0; i < (np + 7) / 8; i++)
+				n += (uint64_t)__builtin_popcountll(v[i] & 0x0101010101010101ull);
 		lo += len;
 	}
 	return n * (uint64_t)pg;
-}
-
-uint64_t ha_mmap_own_resident(void)
-{
-	uintptr_t r[OWN_MAX][2];
-	ha_lock(&own_lock);
-	unsigned n = own_n;
-	for (unsigned i = 0; i < n; i++) {
-		r[i][0] = own_tab[i].lo;
-		r[i][1] = own_tab[i].hi;
-	}
-	ha_unlock(&own_lock);
-	uint64_t b = 0;
-	for (unsigned i = 0; i < n; i++)
-		b += ha_resident(r[i][0], r[i][1]);
-	return b;
 }
 
 unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap)

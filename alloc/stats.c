@@ -131,7 +131,6 @@ void ha_alloc_view_read(ha_alloc_view *v)
 
 void ha_alloc_resident_read(ha_alloc_resident *r)
 {
-	r->arena = ha_mmap_own_resident();
 	r->huge = ha_huge_resident();
 	r->meta = ha_meta_resident();
 	r->large_hot = ha_arena_cache_resident();

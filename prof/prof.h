@@ -339,9 +339,9 @@ const ha_line *ha_lines_of(const ha_lineset *set, size_t *n, int *own);
 /* ---- peak.c -------------------------------------------------------------- */
 /* The profile as it stood at the highest in-use total: copied at the turn,
  * before the first free after in use climbed a step past the last copy.
- * Start a session's tracking (interval: the smallest step; 0 turns it
- * off).  Under ha_prof_dump_lock. */
-void ha_peak_reset(int64_t interval);
+ * Start a session's tracking (interval: the smallest step, 0 turns it
+ * off; rate: the sampling interval).  Under ha_prof_dump_lock. */
+void ha_peak_reset(int64_t interval, int64_t rate);
 /* A threshold check saw inuse (the books' total, any thread, no lock):
  * raise the high, and past the step have the next free report its turn. */
 void ha_peak_arm(uint64_t inuse);

@@ -103,7 +103,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_books(ha_session.base, ha_session.base_req);
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
-	ha_peak_reset(ha_prof_opt.peak_interval);
+	ha_peak_reset(ha_prof_opt.peak_interval, ha_session.r);
 	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);
 	if (from_env && ha_prof_opt.cleanup)

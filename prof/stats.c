@@ -41,13 +41,14 @@ typedef struct {
 	uint64_t tstacks;                             /* smaps: the other threads' stacks */
 	uint64_t files;                               /* smaps: mappings of files, with
 							 * their private copies (data) */
+	uint64_t arena;                               /* smaps: mimalloc's mappings */
 	region cur;                                   /* smaps: the run being summed */
 	uint64_t anon_all;
 	int have_cur;
 	/* the mapping being read: a thread's stack is an anonymous rw-p
 	 * mapping right above an anonymous ---p guard (glibc's layout) */
 	uintptr_t prev_hi;
-	int prev_guard, in_stack, in_file;
+	int prev_guard, in_stack, in_file, in_own;
 	/* mimalloc's mappings, whose ---p reserve is no guard */
 	uintptr_t own[OWN_RANGES][2];
 	unsigned nown;
@@ -164,6 +165,38 @@ static int owned(const proc_mem *m, uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* Resident bytes of [lo, hi), page-aligned, by mincore. */
+static uint64_t resident(uintptr_t lo, uintptr_t hi)
+{
+	unsigned char v[4096];
+	uint64_t n = 0;
+	while (lo < hi) {
+		size_t len = hi - lo < sizeof v * 4096 ? hi - lo : sizeof v * 4096;
+		if (mincore((void *)lo, len, v) == 0)
+			for (size_t i = 0; i < len / 4096; i++)
+				n += v[i] & 1;
+		lo += len;
+	}
+	return n * 4096;
+}
+
+/* A mapping inside one of mimalloc's ranges counts by its Rss; one that
+ * only overlaps them (the kernel merged a neighbour into it) by mincore
+ * over the overlap. */
+static void note_own(proc_mem *m, uintptr_t lo, uintptr_t hi)
+{
+	m->in_own = 0;
+	for (unsigned i = 0; i < m->nown; i++) {
+		uintptr_t a = m->own[i][0], b = m->own[i][1];
+		if (a <= lo && hi <= b) {
+			m->in_own = 1;
+			return;
+		}
+		if (a < hi && b > lo)
+			m->arena += resident(a > lo ? a : lo, b < hi ? b : hi);
+	}
+}
+
 /* A header's range and permissions: is it a thread's stack (after a
  * guard), or a guard?  An anonymous mapping of mimalloc's never is. */
 static void note_vma(proc_mem *m, const char *l, size_t n, int anon)
@@ -178,6 +211,10 @@ static void note_vma(proc_mem *m, const char *l, size_t n, int anon)
 	int rw = end - p >= 4 && memcmp(p, "rw-p", 4) == 0;
 	int none = end - p >= 4 && memcmp(p, "---p", 4) == 0;
 	int ours = anon && (rw || none) && owned(m, lo, hi);
+	if (ours)
+		note_own(m, lo, hi);
+	else
+		m->in_own = 0;
 	m->in_stack = anon && rw && !ours && m->prev_guard && m->prev_hi == lo;
 	m->prev_guard = anon && none && !ours && hi - lo <= ((uintptr_t)1 << 20);
 	m->prev_hi = hi;
@@ -223,6 +260,8 @@ static void smaps_line(const char *l, size_t n, void *arg)
 				m->tstacks += v;
 			if (m->in_file)
 				m->files += v;
+			if (m->in_own)
+				m->arena += v;
 		}
 		return;
 	}
@@ -313,7 +352,7 @@ static struct {
 	pid_t pid;
 	struct timespec at;
 	region top[TOP];
-	uint64_t stack, tstacks, files;
+	uint64_t stack, tstacks, files, arena;
 	uint64_t anon;            /* RssAnon then: a walk after a big change is stale */
 } walked;
 
@@ -346,6 +385,7 @@ static void read_proc(proc_mem *m, long *age_ms)
 		m->stack = walked.stack;
 		m->tstacks = walked.tstacks;
 		m->files = walked.files;
+		m->arena = walked.arena;
 		*age_ms = age > 0 ? age : 1;
 		return;
 	}
@@ -360,6 +400,7 @@ static void read_proc(proc_mem *m, long *age_ms)
 		walked.stack = m->stack;
 		walked.tstacks = m->tstacks;
 		walked.files = m->files;
+		walked.arena = m->arena;
 		walked.anon = m->anon;
 		walked.pid = getpid();
 		walked.at = now;
@@ -397,7 +438,7 @@ static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *a
 	uint64_t prof = st->prof_memory + ha_peak_bytes();
 	uint64_t prof_raw = ha_table_raw_bytes() + ha_peak_bytes();
 	prof_raw = prof_raw < prof ? prof_raw : prof;
-	uint64_t heap = res->arena + res->huge, named = books[1] + held + prof_raw;
+	uint64_t heap = m->arena + res->huge, named = books[1] + held + prof_raw;
 	uint64_t kept = heap > named ? heap - named : 0;
 	uint64_t stacks = m->stack + m->tstacks;
 	/* the walk's file mappings hold their private copies (data written,
@@ -467,7 +508,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	line(o, "heap.large", st.large_bytes, "bytes in blocks > 32 KiB");
 	line(o, "heap.metadata", st.metadata_bytes, "span records, page map");
 	line(o, "mimalloc.committed", av.arena_committed, "bytes the backing arena has committed");
-	line(o, "mimalloc.resident", res.arena, "of mimalloc's mappings, the resident bytes");
+	line(o, "mimalloc.resident", m.arena, "of mimalloc's mappings, the resident bytes");
 	line(o, "heap.huge_resident", res.huge, "of the huge-block regions, the resident bytes");
 	line(o, "profiler.memory", st.prof_memory + ha_peak_bytes(),
 	     "stack table, sampled-object map, peak copy");
