@@ -118,7 +118,8 @@ uint64_t ha_resident(uintptr_t lo, uintptr_t hi)
 		memset((char *)v + np, 0, (8 - np % 8) % 8);
 		if (mincore((void *)lo, len, (unsigned char *)v) == 0)
 			for (size_t i = 0; i < (np + 7) / 8; i++)
-				n += (uint64_t)__builtin_popcountll(v[i] & 0x0101010101010101ull);
+				/* the 8 bits summed into the top byte */
+				n += ((v[i] & 0x0101010101010101ull) * 0x0101010101010101ull) >> 56;
 		lo += len;
 	}
 	return n * (uint64_t)pg;

@@ -85,6 +85,12 @@ done
 [ "$(ls "$tmp/tsaw"*1048576/p.[0-9]*.heap | wc -l)" -ge 4 ] ||
 	fail "saw: dumps on the way: $(ls "$tmp/tsaw"*1048576 | tr '\n' ' ')"
 
+# compatibility mode (every free goes its way): the same, four threads
+mkdir "$tmp/x"
+HEAPPROFILE="$tmp/x/p" HEAP_PROFILE_EXACT_TOTALS=1 HEAP_PROFILE_SAMPLE_INTERVAL=1 \
+	"$W" threads 4 $N 4096 2>"$tmp/x.err" || fail "compat: exited $?"
+eq "compat: climb_site at the peak" "$(flat inuse_space "$tmp/x/p.peak.heap" climb_site)" $N
+
 # sampled (the default interval): the copy's in use is within 1% of the
 # true peak, which the message and the log give from the books
 mkdir "$tmp/s"
