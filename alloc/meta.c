@@ -13,7 +13,8 @@
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *meta_cur, *meta_end;
 static uint64_t meta_total;
-/* the chunks, each headed by {next chunk, its length} (for the stats) */
+/* the chunks, each headed by {next chunk, its length}, for the stats'
+ * resident count (a mincore of each, under the lock: a few per process) */
 static void **meta_chunks;
 #define META_HDR 16
 
@@ -50,21 +51,10 @@ uint64_t ha_meta_bytes(void)
 
 uint64_t ha_meta_resident(void)
 {
-	uintptr_t r[64][2];
 	uint64_t b = 0;
 	ha_lock(&meta_lock);
-	void **c = meta_chunks;
-	while (c) {
-		unsigned n = 0;
-		for (; c && n < 64; c = c[0], n++) {
-			r[n][0] = (uintptr_t)c;
-			r[n][1] = (uintptr_t)c + ((size_t *)c)[1];
-		}
-		/* chunks are never unmapped: mincore outside the lock is safe,
-		 * but it is short enough to keep the walk simple */
-		for (unsigned i = 0; i < n; i++)
-			b += ha_resident(r[i][0], r[i][1]);
-	}
+	for (void **c = meta_chunks; c; c = c[0])
+		b += ha_resident((uintptr_t)c, (uintptr_t)c + ((size_t *)c)[1]);
 	ha_unlock(&meta_lock);
 	return b;
 }

@@ -3,7 +3,8 @@
  * (HEAP_PROFILE_MMAP, as gperftools' heap profiler did before 2.17).
  *
  * Off (the default, and whenever profiling is off) each is the bare system
- * call behind one load and branch of ha_hot.mmap_prof, with glibc 2.36's
+ * call behind a load and branch of ha_mmap_own (mmap, munmap) and of
+ * ha_hot.mmap_prof, with glibc 2.36's
  * behaviour: errno and MAP_FAILED (-1) on failure, an mmap offset that is
  * not a multiple of 4096 fails with EINVAL before the kernel is asked,
  * mmap64 is mmap, and mremap reads its fifth argument (new_address) only
@@ -43,13 +44,13 @@
 HA_TLS int ha_mmap_own;
 
 /* ---- mimalloc's mappings ------------------------------------------------ */
-/* Ranges mimalloc has mapped and not unmapped, merged where they touch;
- * what does not fit is counted in own_lost (then unknown to the stats). */
+/* Ranges mimalloc has mapped and not unmapped, merged where they touch
+ * (an 8 GiB reserve and a few segments: far fewer than OWN_MAX); one that
+ * does not fit is not kept, and its pages count as "other" in the stats. */
 #define OWN_MAX 256
 static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t lo, hi; } own_tab[OWN_MAX];
 static unsigned own_n;
-static uint64_t own_lost;
 
 /* Take [lo, hi) out of the list.  own_lock held. */
 static void own_cut(uintptr_t lo, uintptr_t hi)
@@ -65,8 +66,6 @@ static void own_cut(uintptr_t lo, uintptr_t hi)
 			if (own_n < OWN_MAX) {
 				own_tab[own_n].lo = hi;
 				own_tab[own_n++].hi = b;
-			} else {
-				own_lost += b - hi;
 			}
 			return;
 		}
@@ -97,8 +96,6 @@ static HA_COLD void own_mapped(void *p, size_t len, int add)
 		} else if (own_n < OWN_MAX) {
 			own_tab[own_n].lo = lo;
 			own_tab[own_n++].hi = hi;
-		} else {
-			own_lost += hi - lo;
 		}
 	}
 	ha_unlock(&own_lock);
