@@ -8,11 +8,13 @@
  * the high itself.  With every allocation recorded the copy is the peak
  * exactly; sampled, it is the samples live at the peak.
  *
- * The step is max(HEAP_PROFILE_PEAK_INTERVAL, mark / 128), mark being the
- * last copy's in use: a heap that wavers upward is copied at most every
- * 0.8% of its height (about 89 copies per doubling, each a pass over the
- * buckets into a reused buffer), and a turn less than a step above the
- * last copy leaves the copy within 0.8% of the true peak.  A dump copies
+ * The first copy is due once in use reaches HEAP_PROFILE_PEAK_INTERVAL (a
+ * program that never holds 16 MiB has no peak file), each later one a
+ * step past the last copy's in use (mark): max(64 KiB, mark / 128).  A heap
+ * that wavers upward is copied at most every 0.8% of its height (about 89
+ * copies per doubling, each a pass over the buckets into a reused buffer),
+ * and a turn less than a step above the last copy leaves the copy within
+ * 0.8% of the true peak.  A dump past the first copy's threshold copies
  * whenever in use exceeds the copy's, so the peak is never below a dump.
  * The highest in use the books saw (ha_peak_high) is what the message and
  * the dump log report as the peak.
@@ -39,11 +41,13 @@ typedef struct copy {
  * crossing is then seen up to that much late, so a bump narrower than it
  * can be missed; recording everything, the checks follow the step. */
 #define PEAK_GAP_RATES 4
+/* The smallest step between copies: 1/128 of the heap is less below 8 MiB. */
+#define PEAK_MIN_STEP ((uint64_t)64 << 10)
 
 static ha_plock peak_lock = HA_PLOCK_INIT;
 
 static struct {
-	uint64_t min_step;        /* HEAP_PROFILE_PEAK_INTERVAL; 0: off */
+	uint64_t first;           /* HEAP_PROFILE_PEAK_INTERVAL; 0: off */
 	uint64_t gap;             /* allocation between checks, at least */
 	uint64_t mark;            /* in use at the copy (atomic: read by the checks) */
 	copy *cur, *spare;        /* the copy, and a buffer for the next */
@@ -54,10 +58,14 @@ static struct {
 	int live;                 /* a table to copy: from reset to drop */
 } K;
 
+/* In use past which a copy is due: the first at HEAP_PROFILE_PEAK_INTERVAL
+ * (mark 0: no copy yet), then a step over the last. */
 static uint64_t due(uint64_t mark)
 {
+	if (!mark)
+		return K.first;
 	uint64_t rel = mark >> 7;
-	return mark + (rel > K.min_step ? rel : K.min_step);
+	return mark + (rel > PEAK_MIN_STEP ? rel : PEAK_MIN_STEP);
 }
 
 static void disarm(void)
@@ -70,7 +78,7 @@ void ha_peak_reset(int64_t interval, int64_t rate)
 {
 	ha_peak_drop();
 	ha_plock_lock(&peak_lock);
-	K.min_step = interval > 0 ? (uint64_t)interval : 0;
+	K.first = interval > 0 ? (uint64_t)interval : 0;
 	K.gap = rate > 1 ? PEAK_GAP_RATES * (uint64_t)rate : 0;
 	K.version = K.written = 0;
 	__atomic_store_n(&K.high, 0, __ATOMIC_RELAXED);
@@ -95,7 +103,7 @@ uint64_t ha_peak_high(void)
 void ha_peak_arm(uint64_t inuse)
 {
 	ha_peak_see(inuse);
-	if (!K.min_step || inuse < due(__atomic_load_n(&K.mark, __ATOMIC_RELAXED)))
+	if (!K.first || inuse < due(__atomic_load_n(&K.mark, __ATOMIC_RELAXED)))
 		return;
 	if (!__atomic_exchange_n(&K.armed, 1, __ATOMIC_ACQ_REL))
 		ha_alloc_watch_frees(1);
@@ -107,7 +115,7 @@ void ha_peak_arm(uint64_t inuse)
  * step above. */
 int64_t ha_peak_room(uint64_t inuse)
 {
-	if (!K.min_step)
+	if (!K.first)
 		return INT64_MAX;
 	uint64_t mark = __atomic_load_n(&K.mark, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&K.armed, __ATOMIC_RELAXED) && inuse > mark)
@@ -154,7 +162,7 @@ void ha_peak_turn(uint64_t inuse)
 	ha_plock_lock(&peak_lock);
 	if (K.live) {
 		ha_peak_see(inuse);
-		if (K.min_step && inuse >= due(K.mark))
+		if (K.first && inuse >= due(K.mark))
 			take(inuse);
 	}
 	disarm();
@@ -164,10 +172,10 @@ void ha_peak_turn(uint64_t inuse)
 void ha_peak_dump(uint64_t inuse)
 {
 	ha_peak_see(inuse);
-	if (!K.min_step)
+	if (!K.first)
 		return;
 	ha_plock_lock(&peak_lock);
-	if (K.live && (!K.cur ? inuse > 0 : inuse > K.mark))
+	if (K.live && (!K.cur ? inuse >= K.first : inuse > K.mark))
 		take(inuse);
 	ha_plock_unlock(&peak_lock);
 }

@@ -82,6 +82,8 @@ for run in "climb $N 4096" "saw $N 1048576" "saw $N 4096" "threads 2 $N 65536" "
 		[ "$(header "$f")" -le "$peak" ] || fail "$run: $f holds $(header "$f"), above the peak's $peak"
 	done
 done
+"$HEAPALLOC_CMD" check "$tmp/tsaw"*1048576/p.log >"$tmp/log.check" 2>&1 ||
+	fail "the dump log with its peak line: $(cat "$tmp/log.check")"
 [ "$(ls "$tmp/tsaw"*1048576/p.[0-9]*.heap | wc -l)" -ge 4 ] ||
 	fail "saw: dumps on the way: $(ls "$tmp/tsaw"*1048576 | tr '\n' ' ')"
 
