@@ -30,7 +30,6 @@
 
 typedef struct copy {
 	size_t cap, n;            /* lines room, lines filled */
-	uint64_t inuse;           /* the books' in use when copied */
 	ha_line v[];
 } copy;
 
@@ -136,7 +135,6 @@ static int take(uint64_t inuse)
 		if (c && n <= c->cap) {
 			ha_table_unlock();
 			c->n = n;
-			c->inuse = inuse;
 			K.spare = K.cur != K.writing ? K.cur : NULL;
 			K.cur = c;
 			__atomic_store_n(&K.mark, inuse, __ATOMIC_RELAXED);
