@@ -500,6 +500,20 @@ uint64_t ha_arena_committed(void)
 	return commit;
 }
 
+/* Resident bytes of the hot cached blocks (a block's untouched tail is not:
+ * mimalloc's usable size is past the request).  mincore under the lock:
+ * for the stats, a few hundred blocks at most (LARGE_HOT_MAX). */
+uint64_t ha_arena_cache_resident(void)
+{
+	uint64_t b = 0;
+	ha_lock(&large_lock);
+	for (unsigned i = 0; i < LBINS; i++)
+		for (lrec *r = lbin[i].hot; r; r = r->next)
+			b += ha_resident(r->base, r->base + r->bytes);
+	ha_unlock(&large_lock);
+	return b;
+}
+
 void ha_arena_cache_bytes(uint64_t *hot, uint64_t *cold)
 {
 	*hot = __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);

@@ -222,6 +222,11 @@ void ha_alloc_profiling(int mode, int record_all)
 	ha_books_sync_slow(tc);
 }
 
+void ha_alloc_watch_frees(int on)
+{
+	__atomic_store_n(&ha_hot.free_watch, on, __ATOMIC_RELEASE);
+}
+
 void ha_alloc_call_back_next(void)
 {
 	ha_tcache *tc = &ha_tc;

@@ -226,6 +226,7 @@ void *ha_compat_alloc(size_t n, size_t align, int zero)
  * for a plain block: its accounting, then back to the thread cache. */
 static void free_block(ha_span *s, void *p, uint64_t *h, char *b)
 {
+	ha_books_turn();
 	int64_t c = 0;
 	if (h) {
 		if (hdr_flags(h) & HA_HDR_CLASS) {   /* undo the sample's books correction */
@@ -305,9 +306,11 @@ static HA_NOINLINE void free_check(unsigned cls, uint64_t *h)
 void ha_compat_free_small(ha_span *s, void *p)
 {
 	/* the common case: an ordinary block of this session (the check word
-	 * is 0 until the first session: no header matches then) */
+	 * is 0 until the first session: no header matches then); while the
+	 * profiler watches for the peak's turn, the odd path (free_block) */
 	uint64_t m = hdr_check();
-	if (HA_UNLIKELY(!m || !hdr_readable(p) || hdr_word(p, 1) != m)) {
+	uint64_t watch = (uint64_t)__atomic_load_n(&ha_hot.free_watch, __ATOMIC_RELAXED);
+	if (HA_UNLIKELY(!m || !hdr_readable(p) || ((hdr_word(p, 1) ^ m) | watch))) {
 		free_odd(s, p, m);
 		return;
 	}

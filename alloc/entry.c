@@ -295,6 +295,7 @@ static HA_NOINLINE void free_big(void *p)
 	int huge = ha_huge_is(p);
 	if (HA_UNLIKELY(!huge && !ha_arena_is_large(p)))
 		ha_fatal("free(): invalid pointer or double free (not allocated by heapalloc, or freed already)", p);
+	ha_books_turn();
 	uint64_t v = *(huge ? ha_huge_req(p) : ha_arena_large_req(p));
 	int64_t u = (int64_t)HA_BIG_BYTES(v);
 	if (v & (HA_LARGE_SAMPLED | HA_BIG_TRACKED))

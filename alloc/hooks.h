@@ -54,6 +54,11 @@ void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session);
  * and set budget[0], the bytes this thread may allocate, and budget[1],
  * the bytes it may free, before the next check (INT64_MAX: none). */
 void ha_prof_check(int64_t budget[2]);
+/* While the profiler watches frees (ha_alloc_watch_frees): a free is
+ * about to lower the heap, from a slow path (a big block, a sample or a
+ * block of a marked span, a compatibility-mode block, a batch given back
+ * to the central cache), before the block leaves the profile or the books. */
+void ha_prof_turn(void);
 /* Mapping profiling (HEAP_PROFILE_MMAP), from alloc/mmap.c's slow path:
  * 1 when this thread's mmap calls count now (profiling runs with the
  * option on, and this thread is not inside the profiler). */
@@ -100,6 +105,21 @@ typedef struct ha_alloc_view {
 	uint64_t large_cache_hot, large_cache_cold; /* freed blocks > 32 KiB */
 } ha_alloc_view;
 void ha_alloc_view_read(ha_alloc_view *v);
+/* Resident bytes (mincore) of the allocator's own memory: huge, the
+ * huge-block regions; meta, the metadata chunks; large_hot, the freed
+ * large blocks kept hot (in mimalloc's mappings, whose resident bytes the
+ * stats read from /proc/self/smaps by ha_alloc_arena_ranges).  A pass
+ * over their page tables: for the stats. */
+typedef struct ha_alloc_resident {
+	uint64_t huge, meta, large_hot;
+} ha_alloc_resident;
+void ha_alloc_resident_read(ha_alloc_resident *r);
+/* Up to cap of the ranges [lo, hi) mimalloc has mapped (spans, large
+ * blocks, raw memory, the freed pages it keeps, its headers, its reserve);
+ * how many there are. */
+unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap);
+/* on: every thread's slow frees call ha_prof_turn first, until off. */
+void ha_alloc_watch_frees(int on);
 /* Threads with a live cache (racy: a thread may be exiting). */
 unsigned ha_alloc_threads(void);
 

@@ -588,6 +588,22 @@ void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached)
 	*cached = __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
 }
 
+uint64_t ha_huge_resident(void)
+{
+	uintptr_t r[NREGIONS][2];
+	ha_lock(&huge_lock);
+	for (int i = 0; i < NREGIONS; i++) {
+		r[i][0] = regions[i].base;
+		r[i][1] = regions[i].pages ? regions[i].base + regions[i].pages * PG : 0;
+	}
+	ha_unlock(&huge_lock);
+	uint64_t b = 0;
+	for (int i = 0; i < NREGIONS; i++)
+		if (r[i][1])
+			b += ha_resident(r[i][0], r[i][1]);
+	return b;
+}
+
 /* The large cache's lock comes first (internal.h's order): it is taken
  * here so that fork's handlers in init.c need no line of their own. */
 void ha_huge_prefork(void)

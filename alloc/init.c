@@ -58,6 +58,7 @@ static void prefork(void)
 	ha_huge_prefork();
 	ha_pagemap_prefork();
 	ha_meta_prefork();
+	ha_mmap_prefork();
 	ha_locks_held = 0;   /* the fork window is fork_locked, not held locks */
 	fork_locked = 1;
 }
@@ -72,6 +73,7 @@ static void postfork(int child)
 	} else if (!fork_locked || fork_depth > 1) {
 		goto out;   /* a handler's fork: it took nothing */
 	}
+	ha_mmap_postfork(child);
 	ha_meta_postfork(child);
 	ha_pagemap_postfork(child);
 	ha_huge_postfork(child);

@@ -96,6 +96,7 @@ extern uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 /* ---- meta.c ------------------------------------------------------------ */
 void *ha_meta_alloc(size_t bytes);    /* zeroed, 16-aligned, never freed */
 uint64_t ha_meta_bytes(void);
+uint64_t ha_meta_resident(void);      /* resident bytes of its chunks */
 void ha_meta_prefork(void);
 void ha_meta_postfork(int child);
 
@@ -222,6 +223,8 @@ void ha_huge_free(void *p);
 void *ha_huge_realloc(void *p, size_t n);     /* NULL: p untouched */
 size_t ha_huge_trim(void);
 void ha_huge_stats(uint64_t *blocks, uint64_t *bytes, uint64_t *cached);
+uint64_t ha_huge_resident(void);      /* resident bytes of the regions */
+uint64_t ha_arena_cache_resident(void);   /* of the hot cached large blocks */
 void ha_huge_prefork(void);
 void ha_huge_postfork(int child);
 
@@ -381,6 +384,7 @@ typedef struct ha_hot {
 	int record_all;          /* every allocation is recorded: small blocks
 				  * are recorded in place, their span marked */
 	int mmap_prof;           /* the program's mmap calls are profiled (mmap.c) */
+	int free_watch;          /* frees report their turn (ha_alloc_watch_frees) */
 } __attribute__((aligned(64))) ha_hot_t;
 extern ha_hot_t ha_hot;
 #define ha_prof_key (ha_hot.prof_key)
@@ -432,6 +436,15 @@ static inline void ha_books_freed(ha_tcache *tc, int64_t bytes)
 	if (HA_UNLIKELY((tc->free_check -= bytes) < 0))
 		ha_books_check(tc);
 }
+/* A free is about to lower in use (a slow path, before its block leaves
+ * the profile or the books): while the profiler watches for the turn,
+ * tell it.  One load of the slow paths' own cache line; the free fast
+ * path (a push onto the thread's list) never looks. */
+static inline void ha_books_turn(void)
+{
+	if (HA_UNLIKELY(__atomic_load_n(&ha_hot.free_watch, __ATOMIC_ACQUIRE)))
+		ha_prof_turn();
+}
 /* The countdown (sample_left, or compat_left in compatibility mode) held
  * before (>= 0) when an allocation charged `charge` bytes it did not
  * cover: 1 when this allocation is sampled; *next is the countdown now. */
@@ -466,6 +479,10 @@ extern pthread_key_t ha_thread_key;
  * through the libc symbol, which is ours, and its mappings are not the
  * program's. */
 extern HA_TLS int ha_mmap_own;
+/* Resident bytes of [lo, hi) (mincore; unmapped parts count 0). */
+uint64_t ha_resident(uintptr_t lo, uintptr_t hi);
+void ha_mmap_prefork(void);
+void ha_mmap_postfork(int child);
 
 /* ---- entry.c ------------------------------------------------------------ */
 extern ha_counter ha_slow_allocs;   /* refills + large/huge allocations (relaxed) */

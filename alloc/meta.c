@@ -13,19 +13,27 @@
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *meta_cur, *meta_end;
 static uint64_t meta_total;
+/* the chunks, each headed by {next chunk, its length}, for the stats'
+ * resident count (a mincore of each, under the lock: a few per process) */
+static void **meta_chunks;
+#define META_HDR 16
 
 void *ha_meta_alloc(size_t bytes)
 {
 	bytes = (bytes + 15) & ~(size_t)15;
 	ha_lock(&meta_lock);
 	if ((size_t)(meta_end - meta_cur) < bytes) {
-		size_t want = bytes > META_CHUNK ? (bytes + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
+		size_t need = bytes + META_HDR;
+		size_t want = need > META_CHUNK ? (need + META_CHUNK - 1) & ~(META_CHUNK - 1) : META_CHUNK;
 		void *m = ha_sys_mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED) {
 			ha_unlock(&meta_lock);
 			return NULL;
 		}
-		meta_cur = m;
+		((void **)m)[0] = meta_chunks;
+		((size_t *)m)[1] = want;
+		meta_chunks = m;
+		meta_cur = (char *)m + META_HDR;
 		meta_end = (char *)m + want;
 		meta_total += want;
 	}
@@ -39,6 +47,16 @@ void *ha_meta_alloc(size_t bytes)
 uint64_t ha_meta_bytes(void)
 {
 	return __atomic_load_n(&meta_total, __ATOMIC_RELAXED);
+}
+
+uint64_t ha_meta_resident(void)
+{
+	uint64_t b = 0;
+	ha_lock(&meta_lock);
+	for (void **c = meta_chunks; c; c = c[0])
+		b += ha_resident((uintptr_t)c, (uintptr_t)c + ((size_t *)c)[1]);
+	ha_unlock(&meta_lock);
+	return b;
 }
 
 void ha_meta_prefork(void)

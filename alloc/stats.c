@@ -129,6 +129,13 @@ void ha_alloc_view_read(ha_alloc_view *v)
 	ha_arena_cache_bytes(&v->large_cache_hot, &v->large_cache_cold);
 }
 
+void ha_alloc_resident_read(ha_alloc_resident *r)
+{
+	r->huge = ha_huge_resident();
+	r->meta = ha_meta_resident();
+	r->large_hot = ha_arena_cache_resident();
+}
+
 unsigned ha_alloc_threads(void)
 {
 	return ha_tcache_live();

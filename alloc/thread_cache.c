@@ -240,9 +240,11 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 		return;
 	ha_tcache *tc = &ha_tc;
 	int64_t bytes = (int64_t)count * ha_class_size[cls];
-	ha_books_net(tc, -bytes);
-	if (tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON)
+	if (tc->state == 1 && ha_hot.prof_mode == HA_PROF_ON) {
+		ha_books_turn();              /* the books still count them */
 		tc->free_check -= bytes;      /* checked when the slow path ends */
+	}
+	ha_books_net(tc, -bytes);
 	void *head = l->head, *tail = head;
 	for (unsigned i = 1; i < count; i++)
 		tail = *(void **)tail;

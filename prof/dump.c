@@ -101,10 +101,17 @@ static void write_peak(int fmt)
 	ha_naming_peak(text, pb, sizeof text);
 	int n;
 	int e = ha_peak_write(text, pb, fmt, ha_session.r, &n);
-	if (n)
-		ha_log("Writing the peak heap profile to %s (%llu MB in use at the peak)\n",
-		       fmt & HA_FORMAT_TEXT ? text : pb,
-		       (unsigned long long)(ha_peak_inuse() >> 20));
+	if (n) {
+		/* the peak the books saw; the copy is at it or within a step */
+		uint64_t high = ha_peak_high(), copy = ha_peak_inuse();
+		high = high > copy ? high : copy;
+		const char *f = fmt & HA_FORMAT_TEXT ? text : pb;
+		ha_log("Writing the peak heap profile to %s (%llu MB in use at the peak)\n", f,
+		       (unsigned long long)(high >> 20));
+		char lp[HA_PREFIX_MAX + 64];
+		ha_naming_log(lp, sizeof lp);
+		ha_dumplog_peak(lp, f, high, copy);
+	}
 	if (e)
 		ha_log("Failed writing the peak heap profile %s: %s (errno %d)\n",
 		       fmt & HA_FORMAT_TEXT ? text : pb, errno_name(e), e);
@@ -161,8 +168,7 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 	ha_calib_hold(NULL);
 	if (!err)
 		ha_session.written++;
-	ha_peak_see(ha_inuse_of(t));
-	ha_peak_check(ha_inuse_of(t));   /* a dump may see a high the checks have not */
+	ha_peak_dump(t);   /* never below a dump's in use */
 	if (ha_prof_opt.stats && !err) {
 		char sp[HA_PREFIX_MAX + 64];
 		ha_naming_stats(sp, path);

@@ -162,6 +162,21 @@ static size_t field(char *line, size_t n, size_t cap, const char *s)
 	return n;
 }
 
+void ha_dumplog_peak(const char *path, const char *file, uint64_t high, uint64_t copy)
+{
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	char buf[HEADER_LEN + LINE_MAX_LEN];
+	char *line = buf + HEADER_LEN;
+	size_t n = (size_t)ha_snprintf(line, LINE_MAX_LEN,
+				       "# peak: %llu bytes in use at the peak; ",
+				       (unsigned long long)high);
+	n = field(line, n, LINE_MAX_LEN - 64, base);
+	n += (size_t)ha_snprintf(line + n, LINE_MAX_LEN - n, " holds %llu\n",
+				 (unsigned long long)copy);
+	append(path, buf, n);
+}
+
 void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		     const char *reason)
 {

@@ -1,6 +1,6 @@
 /* prof/hooks.c — the allocator-facing hooks (alloc/hooks.h):
- * ha_prof_sample_distance, ha_prof_sampled(_kept), ha_prof_on_free(_kept)
- * and ha_prof_check.
+ * ha_prof_sample_distance, ha_prof_sampled(_kept), ha_prof_on_free(_kept),
+ * ha_prof_check and ha_prof_turn.
  *
  * Countdown contract (alloc/hooks.h): the allocator keeps the countdown and
  * its two budgets; we only draw the distance to the next sample (sampler.c)
@@ -21,23 +21,6 @@
 #include "prof/session.h"
 
 HA_TLS struct ha_countdown ha_countdown;
-
-/* Copy the peak once this thread's allocation is in the table; while a
- * dump is being written, a little later (ha_prof_peak_deferred). */
-static void take_peak(void)
-{
-	if (!ha_trylock(&ha_prof_dump_lock)) {
-		ha_prof_peak_deferred = 1;    /* a dump is being written: a little later */
-		return;
-	}
-	ha_prof_peak_pending = ha_prof_peak_deferred = 0;
-	if (ha_session.running) {
-		uint64_t t[2];
-		ha_prof_totals(t);
-		ha_peak_check(ha_inuse_of(t));
-	}
-	ha_unlock(&ha_prof_dump_lock);
-}
 
 /* Inlined into ha_prof_on_alloc so that the unwinder is called from the
  * hook's own frame (prof/prof.h, stack capture).  kept: the allocator keeps
@@ -112,12 +95,10 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 	if (ha_session.r <= 1 && done && !ha_session.compat) {
 		__atomic_fetch_add(&ha_session.rec[0], size, __ATOMIC_RELAXED);
 		/* the totals see this block only now, after ha_prof_check ran
-		 * for it: check the thresholds and the peak again here, so that
-		 * they fire at the allocation that crosses them */
+		 * for it: check the thresholds and arm the peak's turn again
+		 * here, so that they fire at the allocation that crosses them */
 		ha_prof_check_thresholds();
 	}
-	if (HA_UNLIKELY(ha_prof_peak_pending))
-		take_peak();
 	ha_prof_busy = 0;
 	return done;
 }
@@ -168,19 +149,23 @@ void ha_prof_check(int64_t budget[2])
 		return;
 	}
 	ha_prof_busy = 1;
-	int pending = ha_prof_peak_pending;
 	ha_prof_check_thresholds();
 	budget[0] = ha_countdown.tbudget;
 	if (ha_session.d_int > 0)     /* frees matter only to the deallocation interval */
 		budget[1] = ha_countdown.fbudget;
-	/* a new high is copied once the allocation that made it is in the
-	 * table: by ha_prof_sampled when it is sampled, else at the next check,
-	 * one allocation on */
-	if (HA_UNLIKELY(ha_prof_peak_pending)) {
-		if (pending)
-			take_peak();
-		else
-			budget[0] = 0;
-	}
+	ha_prof_busy = 0;
+}
+
+/* The peak's turn (prof/peak.c): the heap is a step past the peak copy and
+ * a free is about to lower it; its block is still in the table and the
+ * books.  Any thread; the copy is a pass over the buckets. */
+void ha_prof_turn(void)
+{
+	if (!ha_session.running || ha_prof_busy || ha_prof_fork_window)
+		return;
+	ha_prof_busy = 1;
+	uint64_t t[2];
+	ha_prof_totals(t);
+	ha_peak_turn(t);
 	ha_prof_busy = 0;
 }

@@ -66,7 +66,7 @@ static const opt_row rows[] = {
 	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
 	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
 	{ "HEAP_PROFILE_PEAK_INTERVAL", OPT_SIZE, 16777216, &ha_prof_opt.peak_interval, NULL, NULL,
-	  "PREFIX.peak.heap: the profile at the in-use high, copied in steps of N bytes; 0 off" },
+	  "PREFIX.peak.heap: the profile at the in-use high, from N bytes in use, copied at the turn each 1/128 higher; 0 off" },
 	{ "HEAP_PROFILE_STATS", OPT_BOOL, 1, &ha_prof_opt.stats, NULL, NULL,
 	  "write PREFIX.NNNN.stats beside each dump: heap books and caches against the process's RSS" },
 	{ "HEAP_PROFILE_KEEP", OPT_COUNT, 0, &ha_prof_opt.keep, NULL, NULL,

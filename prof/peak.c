@@ -1,34 +1,90 @@
 /* prof/peak.c — the profile as it stood when the heap was fullest.
  *
- * A copy of the stack table's counters (ha_table_snapshot) is taken each
- * time the books' in-use total reaches the last copy's plus the interval
- * (HEAP_PROFILE_PEAK_INTERVAL), so the copy trails the true peak by less
- * than one interval; a copy costs one pass over the buckets, far less than
- * the interval's allocations.  Checked where the
- * thresholds are (never on the fast path); written as PREFIX.peak.heap
- * with the dumps, only when it changed since the last write.  The buckets
- * it points to live until the table is destroyed, which drops it first.
- * Everything here runs under ha_prof_dump_lock, but the in-use high
- * (ha_peak_see), which the lock-free threshold checks raise too.
+ * The copy is taken at the turn: once the books' in-use total has climbed
+ * to the last copy's plus a step (ha_peak_arm, at a threshold check), the
+ * allocator is asked to report the next free that may lower it
+ * (ha_alloc_watch_frees); that free calls ha_prof_turn before its block
+ * leaves the profile or the books, and the stack table is copied then, at
+ * the high itself.  With every allocation recorded the copy is the peak
+ * exactly; sampled, it is the samples live at the peak.
+ *
+ * The first copy is due once in use reaches HEAP_PROFILE_PEAK_INTERVAL (a
+ * program that never holds 16 MiB has no peak file), each later one a
+ * step past the last copy's in use (mark): max(64 KiB, mark / 128).  A heap
+ * that wavers upward is copied at most every 0.8% of its height (about 89
+ * copies per doubling, each a pass over the buckets into a reused buffer),
+ * and a turn less than a step above the last copy leaves the copy within
+ * 0.8% of the true peak.  A dump past the first copy's threshold copies
+ * whenever in use exceeds the copy's, so the peak is never below a dump.
+ * The highest in use the books saw (ha_peak_high) is what the message and
+ * the dump log report as the peak.
+ *
+ * Owns peak_lock: taken by the freeing thread at the turn, by a dump, and
+ * by the peak's writer only to pick up and hand back a copy (lock order
+ * in prof/prof.h: after the dump lock, before the table lock).  Two copy
+ * buffers: the writer writes one while a turn fills the other.  Never
+ * calls the public malloc (raw memory); the buckets a copy points to live
+ * until the table is destroyed, which drops the copies first.
  */
 #include "prof/prof.h"
+#include "prof/session.h"
+
+typedef struct copy {
+	size_t cap, n;            /* lines room, lines filled */
+	uint64_t books[2];        /* ha_prof_totals at the copy: allocated, freed */
+	ha_line v[];
+} copy;
+
+/* Sampled, a check (a walk over every thread's books) comes at most every
+ * PEAK_GAP_RATES sampling intervals of allocation (2 MiB at 512 KiB): a
+ * heap hovering just under the next step would otherwise be checked every
+ * few KiB (larson: 34,000 checks, +47% instructions, against 200).  A
+ * crossing is then seen up to that much late, so a bump narrower than it
+ * can be missed; recording everything, the checks follow the step. */
+#define PEAK_GAP_RATES 4
+/* The smallest step between copies: 1/128 of the heap is less below 8 MiB. */
+#define PEAK_MIN_STEP ((uint64_t)64 << 10)
+
+static ha_plock peak_lock = HA_PLOCK_INIT;
 
 static struct {
-	int64_t interval;         /* 0: off */
-	uint64_t mark;            /* in use at the copy */
-	ha_line *lines;           /* raw memory */
-	size_t n;
+	uint64_t first;           /* HEAP_PROFILE_PEAK_INTERVAL; 0: off */
+	uint64_t gap;             /* allocation between checks, at least */
+	uint64_t mark;            /* in use at the copy (atomic: read by the checks) */
+	copy *cur, *spare;        /* the copy, and a buffer for the next */
+	copy *writing;            /* being written (ha_peak_write) */
 	uint64_t version, written;
 	uint64_t high;            /* highest in use seen (atomic); kept past a stop */
+	int armed;                /* the turn is watched for (atomic) */
+	int live;                 /* a table to copy: from reset to drop */
 } K;
 
-void ha_peak_reset(int64_t interval)
+/* In use past which a copy is due: the first at HEAP_PROFILE_PEAK_INTERVAL
+ * (mark 0: no copy yet), then a step over the last. */
+static uint64_t due(uint64_t mark)
+{
+	if (!mark)
+		return K.first;
+	uint64_t rel = mark >> 7;
+	return mark + (rel > PEAK_MIN_STEP ? rel : PEAK_MIN_STEP);
+}
+
+static void disarm(void)
+{
+	if (__atomic_exchange_n(&K.armed, 0, __ATOMIC_ACQ_REL))
+		ha_alloc_watch_frees(0);
+}
+
+void ha_peak_reset(int64_t interval, int64_t rate)
 {
 	ha_peak_drop();
-	K.interval = interval > 0 ? interval : 0;
-	K.mark = 0;
+	ha_plock_lock(&peak_lock);
+	K.first = interval > 0 ? (uint64_t)interval : 0;
+	K.gap = rate > 1 ? PEAK_GAP_RATES * (uint64_t)rate : 0;
 	K.version = K.written = 0;
 	__atomic_store_n(&K.high, 0, __ATOMIC_RELAXED);
+	K.live = 1;
+	ha_plock_unlock(&peak_lock);
 }
 
 void ha_peak_see(uint64_t inuse)
@@ -45,51 +101,125 @@ uint64_t ha_peak_high(void)
 	return __atomic_load_n(&K.high, __ATOMIC_RELAXED);
 }
 
-/* Allocation bytes after which the copy is due (thresholds' convention:
- * the check fires once more than this has been allocated). */
-int64_t ha_peak_room(uint64_t inuse)
-{
-	if (!K.interval)
-		return INT64_MAX;
-	uint64_t due = K.mark + (uint64_t)K.interval;
-	return due > inuse ? (int64_t)(due - inuse) - 1 : 0;
-}
-
-void ha_peak_check(uint64_t inuse)
+void ha_peak_arm(uint64_t inuse)
 {
 	ha_peak_see(inuse);
-	if (!K.interval || inuse < K.mark + (uint64_t)K.interval)
+	if (!K.first || inuse < due(__atomic_load_n(&K.mark, __ATOMIC_RELAXED)))
 		return;
-	size_t n = 0;
-	ha_table_lock();
-	ha_line *lines = ha_table_snapshot(&n);
-	ha_table_unlock();
-	if (!lines)
-		return;               /* no memory: keep the older copy */
-	if (K.lines)
-		ha_dump_mem_free(K.lines);
-	K.lines = lines;
-	K.n = n;
-	K.mark = inuse;
-	K.version++;
+	if (!__atomic_exchange_n(&K.armed, 1, __ATOMIC_ACQ_REL))
+		ha_alloc_watch_frees(1);
+}
+
+/* Allocation bytes after which the next check is due (thresholds'
+ * convention: it fires once more than this has been allocated), at least
+ * the gap.  Armed, the turn is the frees' to find: the next crossing is a
+ * step above. */
+int64_t ha_peak_room(uint64_t inuse)
+{
+	if (!K.first)
+		return INT64_MAX;
+	uint64_t mark = __atomic_load_n(&K.mark, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&K.armed, __ATOMIC_RELAXED) && inuse > mark)
+		mark = inuse;
+	uint64_t d = due(mark);
+	uint64_t room = d > inuse ? d - inuse - 1 : 0;
+	return (int64_t)(room > K.gap ? room : K.gap);
+}
+
+/* Copy the table into the spare buffer and make it the copy.  peak_lock
+ * held.  0, or ENOMEM (the older copy stays). */
+static int take(const uint64_t t[2])
+{
+	uint64_t inuse = ha_inuse_of(t);
+	for (int tries = 0; tries < 4; tries++) {
+		copy *c = K.spare;
+		ha_table_lock();
+		size_t n = ha_table_copy(c ? c->v : NULL, c ? c->cap : 0);
+		if (c && n <= c->cap) {
+			ha_table_unlock();
+			c->n = n;
+			c->books[0] = t[0];
+			c->books[1] = t[0] > inuse ? t[0] - inuse : 0;
+			K.spare = K.cur != K.writing ? K.cur : NULL;
+			K.cur = c;
+			__atomic_store_n(&K.mark, inuse, __ATOMIC_RELAXED);
+			K.version++;
+			return 0;
+		}
+		ha_table_unlock();
+		/* room for the buckets made meanwhile too */
+		size_t cap = n + n / 8 + 64;
+		copy *b = ha_raw_malloc(sizeof *b + cap * sizeof b->v[0]);
+		if (!b)
+			return ENOMEM;
+		b->cap = cap;
+		if (c)
+			ha_raw_free(c);
+		K.spare = b;
+	}
+	return ENOMEM;
+}
+
+void ha_peak_turn(const uint64_t t[2])
+{
+	uint64_t inuse = ha_inuse_of(t);
+	ha_plock_lock(&peak_lock);
+	if (K.live) {
+		ha_peak_see(inuse);
+		if (K.first && inuse >= due(K.mark))
+			take(t);
+	}
+	disarm();
+	ha_plock_unlock(&peak_lock);
+}
+
+void ha_peak_dump(const uint64_t t[2])
+{
+	uint64_t inuse = ha_inuse_of(t);
+	ha_peak_see(inuse);
+	if (!K.first)
+		return;
+	ha_plock_lock(&peak_lock);
+	if (K.live && (!K.cur ? inuse >= K.first : inuse > K.mark))
+		take(t);
+	ha_plock_unlock(&peak_lock);
 }
 
 uint64_t ha_peak_bytes(void)
 {
-	return K.lines ? (uint64_t)K.n * sizeof *K.lines : 0;
+	uint64_t b = 0;
+	ha_plock_lock(&peak_lock);
+	if (K.cur)
+		b += sizeof *K.cur + K.cur->cap * sizeof K.cur->v[0];
+	if (K.spare)
+		b += sizeof *K.spare + K.spare->cap * sizeof K.spare->v[0];
+	if (K.writing && K.writing != K.cur)
+		b += sizeof *K.writing + K.writing->cap * sizeof K.writing->v[0];
+	ha_plock_unlock(&peak_lock);
+	return b;
 }
 
 uint64_t ha_peak_inuse(void)
 {
-	return K.lines ? K.mark : 0;
+	return K.cur ? __atomic_load_n(&K.mark, __ATOMIC_RELAXED) : 0;
 }
 
+/* Under ha_prof_dump_lock; the copy is written without peak_lock, so a turn
+ * meanwhile fills the other buffer. */
 int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *written)
 {
 	*written = 0;
-	if (!K.lines || K.written == K.version)
+	ha_plock_lock(&peak_lock);
+	copy *c = K.cur;
+	uint64_t version = K.version;
+	if (!c || K.written == version) {
+		ha_plock_unlock(&peak_lock);
 		return 0;
-	ha_lineset set = { .v = K.lines, .n = K.n };   /* no books: written raw */
+	}
+	K.writing = c;
+	ha_plock_unlock(&peak_lock);
+	/* calibrated to the books at the copy, as a dump is to its own */
+	ha_lineset set = { c->v, c->n, 1, { c->books[0], c->books[1] } };
 	int err = 0;
 	if (fmt & HA_FORMAT_TEXT) {
 		int e = ha_writer_file_from(path, r, &set);
@@ -101,17 +231,46 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 		err = err ? err : e;
 		*written += !e;
 	}
+	ha_plock_lock(&peak_lock);
+	K.writing = NULL;
+	if (c != K.cur) {             /* replaced while written: a spare again */
+		if (!K.spare)
+			K.spare = c;
+		else
+			ha_raw_free(c);
+	}
 	if (!err)
-		K.written = K.version;
+		K.written = version;
+	ha_plock_unlock(&peak_lock);
 	return err;
 }
 
+/* Under ha_prof_dump_lock (so nothing is being written), never under the
+ * table lock. */
 void ha_peak_drop(void)
 {
-	if (K.lines)
-		ha_dump_mem_free(K.lines);
-	K.lines = NULL;
-	K.n = 0;
-	K.mark = 0;
+	ha_plock_lock(&peak_lock);
+	K.live = 0;
+	disarm();
+	if (K.cur)
+		ha_raw_free(K.cur);
+	if (K.spare)
+		ha_raw_free(K.spare);
+	K.cur = K.spare = K.writing = NULL;
+	__atomic_store_n(&K.mark, 0, __ATOMIC_RELAXED);
 	K.version++;
+	ha_plock_unlock(&peak_lock);
+}
+
+void ha_peak_prefork(void)
+{
+	ha_plock_lock(&peak_lock);
+}
+
+void ha_peak_postfork(int child)
+{
+	if (child)
+		ha_plock_init(&peak_lock);
+	else
+		ha_plock_unlock(&peak_lock);
 }

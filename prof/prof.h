@@ -38,6 +38,8 @@
  *   -> ha_prof_dump_lock (one dump / start / stop at a time; may be held long,
  *                      but no allocating thread needs it unless it is itself
  *                      about to dump)
+ *   -> peak lock (peak.c; short: a copy of the table at the turn, taken by
+ *      the freeing thread, or the copy picked up for writing)
  *   -> threshold lock (triggers.c ha_prof_thr_lock; short: the threshold
  *      books and the queued dump, so a crossing never waits for a dump
  *      being written)
@@ -279,8 +281,13 @@ ha_bucket *ha_table_bucket(uint32_t idx);
 ha_bucket *ha_table_bucket_live(uint32_t idx);
 /* Snapshot every bucket into raw memory; *n lines.  NULL on ENOMEM. */
 ha_line *ha_table_snapshot(size_t *n);
+/* The same into lines (room for cap): the number of lines, which is more
+ * than cap (and nothing copied) when they do not fit.  Table lock held. */
+size_t ha_table_copy(ha_line *lines, size_t cap);
 uint32_t ha_table_size_key(size_t req);
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops);
+/* Of that memory, the raw chunks the buckets live in (the backing arena's). */
+uint64_t ha_table_raw_bytes(void);
 void ha_table_lock(void);
 void ha_table_unlock(void);
 void ha_table_postfork_child(void);
@@ -347,27 +354,40 @@ int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set);
 const ha_line *ha_lines_of(const ha_lineset *set, size_t *n, int *own);
 
 /* ---- peak.c -------------------------------------------------------------- */
-/* The profile as it stood at the highest in-use total seen.  All under
- * ha_prof_dump_lock.  Start a session's tracking (interval: bytes of growth
- * between snapshots, at least; 0 turns it off). */
-void ha_peak_reset(int64_t interval);
-/* Bytes in use may grow by before the next snapshot is due (INT64_MAX: off). */
+/* The profile as it stood at the highest in-use total: copied at the turn,
+ * before the first free after in use climbed a step past the last copy.
+ * Start a session's tracking (interval: the smallest step, 0 turns it
+ * off; rate: the sampling interval).  Under ha_prof_dump_lock. */
+void ha_peak_reset(int64_t interval, int64_t rate);
+/* A threshold check saw inuse (the books' total, any thread, no lock):
+ * raise the high, and past the step have the next free report its turn. */
+void ha_peak_arm(uint64_t inuse);
+/* Bytes of allocation before the next check is due (INT64_MAX: off). */
 int64_t ha_peak_room(uint64_t inuse);
-/* inuse (the books' total) is a new high past the room: snapshot the table. */
-void ha_peak_check(uint64_t inuse);
-/* Write the peak snapshot as PATH (text) and/or PB (pprof) if it changed
+/* The turn: a free is about to lower in use from ha_inuse_of(t) (the
+ * totals read before it);
+ * copy the table when inuse is a step past the copy.  No lock held. */
+void ha_peak_turn(const uint64_t t[2]);
+/* A dump sees the totals t: copy when its in use is above the copy's (under
+ * the dump lock). */
+void ha_peak_dump(const uint64_t t[2]);
+/* Write the peak copy as PATH (text) and/or PB (pprof) if it changed
  * since the last write; 0 or the first errno.  *written: files written. */
 int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *written);
-/* In use at the snapshot (0: none yet). */
+/* In use at the copy (0: none yet). */
 uint64_t ha_peak_inuse(void);
 /* Raise the in-use high to inuse (any thread, no lock needed). */
 void ha_peak_see(uint64_t inuse);
-/* The highest in use seen since the session started (prof_peak_inuse). */
+/* The highest in use the books saw since the session started (the true
+ * peak as of the last check or turn; prof_peak_inuse). */
 uint64_t ha_peak_high(void);
-/* Forget the snapshot (the table is going away; caller holds the table lock). */
+/* Forget the copies (the table is going away).  Under the dump lock, not
+ * the table lock. */
 void ha_peak_drop(void);
-/* Bytes the snapshot holds. */
+/* Bytes the copies hold. */
 uint64_t ha_peak_bytes(void);
+void ha_peak_prefork(void);
+void ha_peak_postfork(int child);
 
 /* ---- stats.c ------------------------------------------------------------- */
 /* Write PREFIX.NNNN.stats (path) for dump `dump`: the heap's books and caches
@@ -379,6 +399,9 @@ int ha_stats_file(const char *path, const char *dump, const char *reason, uint64
 /* Start the dump log at path afresh with its header, unless this process
  * started it already (a restart carries on). */
 void ha_dumplog_start(const char *path);
+/* A comment line: the peak the books saw (high) and the in use of the
+ * copy written as file (readers skip '#' lines). */
+void ha_dumplog_peak(const char *path, const char *file, uint64_t high, uint64_t copy);
 /* A comment line "# command: ARGS" (this process's command line), for a
  * descendant of the profiled program. */
 void ha_dumplog_command(const char *path);

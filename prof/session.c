@@ -111,7 +111,7 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
 	ha_session.rec[0] = ha_session.rec[1] = 0;
-	ha_peak_reset(ha_prof_opt.peak_interval);
+	ha_peak_reset(ha_prof_opt.peak_interval, ha_session.r);
 	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);
 	if (from_env && ha_prof_opt.cleanup)
@@ -159,9 +159,9 @@ void ha_prof_stop(void)
 		__atomic_store_n(&ha_session.pending, 0, __ATOMIC_SEQ_CST);
 		ha_session.qfolded = 0;
 		ha_plock_unlock(&ha_prof_thr_lock);
+		ha_peak_drop();    /* a turn past this point sees the stop */
 		ha_table_lock();
 		ha_objmap_lock_all();
-		ha_peak_drop();
 		ha_objmap_destroy();
 		ha_table_destroy();
 		ha_objmap_unlock_all();
@@ -180,6 +180,7 @@ void ha_prof_prefork(void)
 	ha_prof_fork_window = 1;
 	ha_stack_prefork();
 	ha_lock(&ha_prof_dump_lock);
+	ha_peak_prefork();
 	ha_plock_lock(&ha_prof_thr_lock);
 	ha_table_lock();
 	ha_mmaps_lock();
@@ -190,6 +191,7 @@ void ha_prof_postfork(int child)
 {
 	if (child) {
 		pthread_mutex_init(&ha_prof_dump_lock, NULL);
+		ha_peak_postfork(1);
 		ha_plock_init(&ha_prof_thr_lock);
 		ha_table_postfork_child();
 		ha_mmaps_postfork_child();
@@ -208,6 +210,7 @@ void ha_prof_postfork(int child)
 		ha_mmaps_unlock();
 		ha_table_unlock();
 		ha_plock_unlock(&ha_prof_thr_lock);
+		ha_peak_postfork(0);
 		ha_unlock(&ha_prof_dump_lock);
 	}
 	/* the torn child's prefork ran none of this */

@@ -87,12 +87,6 @@ static inline uint64_t ha_inuse_of(const uint64_t t[2])
 }
 
 /* ---- triggers.c ---------------------------------------------------------- */
-/* A new in-use high is due for the peak copy: taken once this thread's
- * allocation is in the table (after its sample is recorded, if any). */
-extern HA_TLS HA_HIDDEN int ha_prof_peak_pending;
-/* This thread's last try at the copy found a dump being written: it tries
- * again after a little more allocation, not at every allocation. */
-extern HA_TLS HA_HIDDEN int ha_prof_peak_deferred;
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */
 HA_HIDDEN int64_t ha_prof_alloc_room(const uint64_t t[2]);
 /* The threshold check of an allocating or freeing thread (sets its budgets). */

@@ -216,14 +216,10 @@ ha_bucket *ha_table_bucket_live(uint32_t idx)
 }
 
 /* The caller holds the table lock (the bucket stays put meanwhile). */
-ha_line *ha_table_snapshot(size_t *n)
+size_t ha_table_copy(ha_line *lines, size_t cap)
 {
-	*n = 0;
-	if (!heads)
-		return NULL;
-	ha_line *lines = ha_dump_mem((nbuckets ? nbuckets : 1) * sizeof *lines);
-	if (!lines)
-		return NULL;
+	if (!heads || nbuckets > cap)
+		return heads ? nbuckets : 0;
 	/* every bucket was carved in turn from the chunks, and nothing else
 	 * is: walking the chunks visits each once, without the 64 Ki heads */
 	size_t k = 0;
@@ -243,7 +239,18 @@ ha_line *ha_table_snapshot(size_t *n)
 			if (l->free_bytes > l->alloc_bytes)
 				l->free_bytes = l->alloc_bytes;
 		}
-	*n = k;
+	return k;
+}
+
+ha_line *ha_table_snapshot(size_t *n)
+{
+	*n = 0;
+	if (!heads)
+		return NULL;
+	ha_line *lines = ha_dump_mem((nbuckets ? nbuckets : 1) * sizeof *lines);
+	if (!lines)
+		return NULL;
+	*n = ha_table_copy(lines, nbuckets);
 	return lines;
 }
 
@@ -259,6 +266,11 @@ static uint64_t heads_resident(void)
 	for (size_t i = 0; i < (bytes + pg - 1) / pg; i++)
 		n += v[i] & 1;
 	return n * pg;
+}
+
+uint64_t ha_table_raw_bytes(void)
+{
+	return __atomic_load_n(&chunk_bytes, __ATOMIC_RELAXED);
 }
 
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)

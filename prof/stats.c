@@ -1,11 +1,14 @@
 /* prof/stats.c — PREFIX.NNNN.stats beside each dump: the heap against the
  * process's resident memory, so "200 MiB in the profile, 2 GiB in top" is
  * explained at a glance.  The heap's side comes from the allocator's books
- * and caches, the process's from /proc/self/status (resident bytes by kind)
- * and /proc/self/smaps (the largest resident mappings by path, all
- * anonymous memory as one "[anon]"; walked at most once a second).  "name value" lines, bytes, under a
- * comment header.  Written via path.tmp + rename; never allocates (stack
- * buffers, raw system calls).
+ * and caches and the resident pages of its own mappings (mincore: what
+ * mimalloc committed but never touched is not resident), the process's
+ * from /proc/self/status (resident bytes by kind) and /proc/self/smaps
+ * (the largest resident mappings by path, all anonymous memory as one
+ * "[anon]", and the threads' stacks; walked at most once a second while
+ * the anonymous RSS stays within 1/64 of the last walk's).
+ * "name value" lines, bytes, under a comment header.  Written via
+ * path.tmp + rename; never allocates (stack buffers, raw system calls).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,13 +32,26 @@ typedef struct {
 	char path[PATH_CAP];
 } region;
 
+#define OWN_RANGES 64
+
 typedef struct {
 	uint64_t rss, anon, file_rss, shmem, swap;   /* /proc/self/status */
 	region top[TOP];
 	uint64_t stack;                               /* smaps: the main thread's [stack] */
+	uint64_t tstacks;                             /* smaps: the other threads' stacks */
+	uint64_t files;                               /* smaps: mappings of files, with
+							 * their private copies (data) */
+	uint64_t arena;                               /* smaps: mimalloc's mappings */
 	region cur;                                   /* smaps: the run being summed */
 	uint64_t anon_all;
 	int have_cur;
+	/* the mapping being read: a thread's stack is an anonymous rw-p
+	 * mapping right above an anonymous ---p guard (glibc's layout) */
+	uintptr_t prev_hi;
+	int prev_guard, in_stack, in_file, in_own;
+	/* mimalloc's mappings, whose ---p reserve is no guard */
+	uintptr_t own[OWN_RANGES][2];
+	unsigned nown;
 } proc_mem;
 
 /* The value in kB after "Name:" on line l (its length n), in bytes. */
@@ -126,6 +142,84 @@ static void keep_top(proc_mem *m, const region *r)
 		m->top[low] = *r;
 }
 
+static uintptr_t hex(const char **p, const char *end)
+{
+	uintptr_t v = 0;
+	for (; *p < end; ++*p) {
+		char c = **p;
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uintptr_t)(c - 'a' + 10);
+		else
+			break;
+	}
+	return v;
+}
+
+static int owned(const proc_mem *m, uintptr_t lo, uintptr_t hi)
+{
+	for (unsigned i = 0; i < m->nown; i++)
+		if (m->own[i][0] < hi && m->own[i][1] > lo)
+			return 1;
+	return 0;
+}
+
+/* Resident bytes of [lo, hi), page-aligned, by mincore. */
+static uint64_t resident(uintptr_t lo, uintptr_t hi)
+{
+	unsigned char v[4096];
+	uint64_t n = 0;
+	while (lo < hi) {
+		size_t len = hi - lo < sizeof v * 4096 ? hi - lo : sizeof v * 4096;
+		if (mincore((void *)lo, len, v) == 0)
+			for (size_t i = 0; i < len / 4096; i++)
+				n += v[i] & 1;
+		lo += len;
+	}
+	return n * 4096;
+}
+
+/* A mapping inside one of mimalloc's ranges counts by its Rss; one that
+ * only overlaps them (the kernel merged a neighbour into it) by mincore
+ * over the overlap. */
+static void note_own(proc_mem *m, uintptr_t lo, uintptr_t hi)
+{
+	m->in_own = 0;
+	for (unsigned i = 0; i < m->nown; i++) {
+		uintptr_t a = m->own[i][0], b = m->own[i][1];
+		if (a <= lo && hi <= b) {
+			m->in_own = 1;
+			return;
+		}
+		if (a < hi && b > lo)
+			m->arena += resident(a > lo ? a : lo, b < hi ? b : hi);
+	}
+}
+
+/* A header's range and permissions: is it a thread's stack (after a
+ * guard), or a guard?  An anonymous mapping of mimalloc's never is. */
+static void note_vma(proc_mem *m, const char *l, size_t n, int anon)
+{
+	const char *p = l, *end = l + n;
+	uintptr_t lo = hex(&p, end);
+	if (p < end && *p == '-')
+		p++;
+	uintptr_t hi = hex(&p, end);
+	if (p < end && *p == ' ')
+		p++;
+	int rw = end - p >= 4 && memcmp(p, "rw-p", 4) == 0;
+	int none = end - p >= 4 && memcmp(p, "---p", 4) == 0;
+	int ours = anon && (rw || none) && owned(m, lo, hi);
+	if (ours)
+		note_own(m, lo, hi);
+	else
+		m->in_own = 0;
+	m->in_stack = anon && rw && !ours && m->prev_guard && m->prev_hi == lo;
+	m->prev_guard = anon && none && !ours && hi - lo <= ((uintptr_t)1 << 20);
+	m->prev_hi = hi;
+}
+
 /* A mapping's header line: "start-end perms offset dev inode   path".  The
  * five fields are skipped a space at a time with memchr (the line is some
  * 75 bytes before its path).  The path's length, or -1 for another line. */
@@ -159,12 +253,22 @@ static void smaps_line(const char *l, size_t n, void *arg)
 	proc_mem *m = arg;
 	char path[PATH_CAP];
 	if (n && l[0] >= 'A' && l[0] <= 'Z') {   /* a field line: only Rss matters */
-		if (m->have_cur && l[0] == 'R' && starts(l, n, "Rss:"))
-			m->cur.rss += kb_field(l, n);
+		if (m->have_cur && l[0] == 'R' && starts(l, n, "Rss:")) {
+			uint64_t v = kb_field(l, n);
+			m->cur.rss += v;
+			if (m->in_stack)
+				m->tstacks += v;
+			if (m->in_file)
+				m->files += v;
+			if (m->in_own)
+				m->arena += v;
+		}
 		return;
 	}
 	int k = header_path(l, n, path);
 	if (k >= 0) {
+		note_vma(m, l, n, k == 6 && memcmp(path, "[anon]", 6) == 0);
+		m->in_file = path[0] == '/';
 		if (m->have_cur && m->cur.len == (size_t)k && memcmp(m->cur.path, path, (size_t)k) == 0)
 			return;                      /* the next piece of the same file */
 		if (m->have_cur)
@@ -248,31 +352,45 @@ static struct {
 	pid_t pid;
 	struct timespec at;
 	region top[TOP];
-	uint64_t stack;
+	uint64_t stack, tstacks, files, arena;
+	uint64_t anon;            /* RssAnon then: a walk after a big change is stale */
 } walked;
 
 /* Counters always; *age_ms: how old the regions are (0: walked now). */
-static void read_proc(proc_mem *m, long *age_ms)
+static void read_status(proc_mem *m)
 {
-	memset(m, 0, sizeof *m);
 	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		each_line(fd, status_line, m);
 		close(fd);
 	}
 	m->rss = m->anon + m->file_rss + m->shmem;
+}
+
+static void read_proc(proc_mem *m, long *age_ms)
+{
+	memset(m, 0, sizeof *m);
+	m->nown = ha_alloc_arena_ranges(m->own, OWN_RANGES);
+	if (m->nown > OWN_RANGES)
+		m->nown = OWN_RANGES;
+	read_status(m);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	long age = (long)(now.tv_sec - walked.at.tv_sec) * 1000 +
 		   (now.tv_nsec - walked.at.tv_nsec) / 1000000;
-	if (walked.pid == getpid() && age < 1000) {
+	uint64_t moved = m->anon > walked.anon ? m->anon - walked.anon : walked.anon - m->anon;
+	uint64_t slack = m->anon / 64 > ((uint64_t)1 << 20) ? m->anon / 64 : (uint64_t)1 << 20;
+	if (walked.pid == getpid() && age < 1000 && moved <= slack) {
 		memcpy(m->top, walked.top, sizeof m->top);
 		m->stack = walked.stack;
+		m->tstacks = walked.tstacks;
+		m->files = walked.files;
+		m->arena = walked.arena;
 		*age_ms = age > 0 ? age : 1;
 		return;
 	}
 	*age_ms = 0;
-	fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		smaps_walk(fd, m);
 		close(fd);
@@ -280,6 +398,10 @@ static void read_proc(proc_mem *m, long *age_ms)
 			keep_top(m, &m->cur);
 		memcpy(walked.top, m->top, sizeof m->top);
 		walked.stack = m->stack;
+		walked.tstacks = m->tstacks;
+		walked.files = m->files;
+		walked.arena = m->arena;
+		walked.anon = m->anon;
 		walked.pid = getpid();
 		walked.at = now;
 	}
@@ -297,47 +419,53 @@ static void line(ha_out *o, const char *name, uint64_t v, const char *what)
 	ha_out_str(o, "\n");
 }
 
-/* Where RSS goes, in lines that add up to process.rss: the heap's parts
- * from the allocator's own counts (all threads, since the process began),
- * the profiler's and the metadata, the main stack and file-backed memory
- * from the kernel; then what is left, or what the heap counts that is not
- * resident (committed, never touched).  explained: the smaller of the
- * named lines' sum and RSS over the larger. */
+/* Where RSS goes, in lines that add up to process.rss, each of resident
+ * bytes.  The heap's mappings (mimalloc's and the huge regions) hold the
+ * blocks in use, the free blocks and pages heapalloc keeps, the profiler's
+ * raw memory, and what mimalloc keeps of freed memory (with its headers):
+ * that last line is their resident pages less the others.  Metadata is its
+ * chunks' resident pages; stacks and file-backed memory are the kernel's
+ * figures; then what is left, or what the lines count that is not resident
+ * (blocks in use never touched).  explained: the smaller of the named
+ * lines' sum and RSS over the larger. */
 static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *av,
-		    const proc_mem *m)
+		    const ha_alloc_resident *res, const proc_mem *m)
 {
 	uint64_t books[2], req[2];
 	ha_books(books, req);
 	uint64_t held = st->small_free_bytes + av->huge_cached + av->span_pool_hot +
-			av->large_cache_hot;
-	/* what mimalloc counts committed beyond the spans and large blocks
-	 * heapalloc holds (cold pages are given back but still counted) */
-	uint64_t ours = st->small_span_bytes + av->span_pool_hot + av->span_pool_cold +
-			st->large_bytes + av->large_cache_hot + av->large_cache_cold;
-	uint64_t kept = av->arena_committed > ours ? av->arena_committed - ours : 0;
+			res->large_hot;
 	uint64_t prof = st->prof_memory + ha_peak_bytes();
+	uint64_t prof_raw = ha_table_raw_bytes() + ha_peak_bytes();
+	prof_raw = prof_raw < prof ? prof_raw : prof;
+	uint64_t heap = m->arena + res->huge, named = books[1] + held + prof_raw;
+	uint64_t kept = heap > named ? heap - named : 0;
+	uint64_t stacks = m->stack + m->tstacks;
+	/* the walk's file mappings hold their private copies (data written,
+	 * relocations), which the kernel counts anonymous */
 	uint64_t file = m->file_rss + m->shmem;
-	uint64_t parts[] = { books[1], held, kept, prof, st->metadata_bytes, m->stack, file };
+	file = m->files > file ? m->files : file;
+	uint64_t parts[] = { books[1], held, kept, prof, res->meta, stacks, file };
 	uint64_t sum = 0;
 	for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++)
 		sum += parts[i];
 	ha_out_str(o, "# where process.rss goes: the rss lines add up to it\n");
 	line(o, "rss.heap_in_use", books[1], "blocks the program holds (all threads, size-class bytes)");
 	line(o, "rss.heap_free_held", held, "free blocks and pages heapalloc keeps for reuse");
-	line(o, "rss.arena_kept", kept, "freed memory the backing arena (mimalloc) keeps committed");
+	line(o, "rss.arena_kept", kept,
+	     "the rest of the heap's resident pages: freed memory mimalloc keeps, its headers");
 	line(o, "rss.profiler", prof, "stack table, sampled-object map, peak copy");
-	line(o, "rss.metadata", st->metadata_bytes, "span records, page map");
-	line(o, "rss.main_stack", m->stack, "the main thread's stack ([stack])");
-	line(o, "rss.file", file, "file-backed and shared: code, mapped files, tmpfs");
+	line(o, "rss.metadata", res->meta, "span records, page map (resident pages)");
+	line(o, "rss.stacks", stacks, "threads' stacks: [stack] and the others' (below their guard)");
+	line(o, "rss.file", file, "mappings of files and shared memory, with their written copies");
 	if (sum <= m->rss) {
 		line(o, "rss.other", m->rss - sum,
-		     "not named above: other threads' stacks, the program's own mmaps, libc");
+		     "not named above: the program's own mmaps, libc, globals");
 	} else {
 		line(o, "rss.not_resident", sum - m->rss,
-		     "counted above but not resident (subtract): pages never touched or swapped");
+		     "counted above but not resident (subtract): blocks never touched or swapped");
 	}
-	/* an over-count (committed, never touched) explains no more than an
-	 * under-count does */
+	/* an over-count (never touched) explains no more than an under-count */
 	uint64_t lo = sum < m->rss ? sum : m->rss, hi = sum < m->rss ? m->rss : sum;
 	char buf[96];
 	uint64_t pm = hi ? lo * 1000 / hi : 1000;
@@ -349,14 +477,19 @@ static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *a
 static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_t inuse,
 			uint64_t peak)
 {
+	/* the slow walk first, then the figures that must agree, close
+	 * together: a running program moves between them */
+	proc_mem m;
+	long age_ms;
+	read_proc(&m, &age_ms);
+	ha_alloc_resident res;
+	ha_alloc_resident_read(&res);
 	heapalloc_stats st;
 	heapalloc_get_stats(&st);
 	ha_alloc_view av;
 	ha_alloc_view_read(&av);
 	uint64_t hcached = av.huge_cached;
-	proc_mem m;
-	long age_ms;
-	read_proc(&m, &age_ms);
+	read_status(&m);
 	ha_out_str(o, "# heapalloc stats for ");
 	ha_out_str(o, dump);
 	ha_out_str(o, " (");
@@ -366,6 +499,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	     ? "bytes in use since profiling started (requested bytes, as the profile's lines)"
 	     : "bytes in use since profiling started (the books: size-class bytes)");
 	line(o, "heap.peak_in_use", peak, "in use at PREFIX.peak.heap's copy (0: none yet)");
+	line(o, "heap.peak_high", ha_peak_high(), "the highest in use the books saw: the true peak");
 	line(o, "heap.free_held", st.small_free_bytes + hcached,
 	     "free bytes heapalloc keeps for reuse (the three lines below)");
 	line(o, "heap.thread_caches", st.thread_cache_bytes, "free blocks in thread caches");
@@ -376,6 +510,8 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	line(o, "heap.large", st.large_bytes, "bytes in blocks > 32 KiB");
 	line(o, "heap.metadata", st.metadata_bytes, "span records, page map");
 	line(o, "mimalloc.committed", av.arena_committed, "bytes the backing arena has committed");
+	line(o, "mimalloc.resident", m.arena, "of mimalloc's mappings, the resident bytes");
+	line(o, "heap.huge_resident", res.huge, "of the huge-block regions, the resident bytes");
 	line(o, "profiler.memory", st.prof_memory + ha_peak_bytes(),
 	     "stack table, sampled-object map, peak copy");
 	line(o, "process.rss", m.rss, "resident (/proc/self/status)");
@@ -400,7 +536,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 		line(o, "process.mapping", m.top[best].rss, m.top[best].path);
 		m.top[best].rss = 0;
 	}
-	explain(o, &st, &av, &m);
+	explain(o, &st, &av, &res, &m);
 }
 
 struct stats_job {

@@ -57,14 +57,6 @@ void ha_prof_totals(uint64_t out[2])
 	out[1] = alloc - inuse;
 }
 
-/* A new in-use high is due for the peak copy: taken once this thread's
- * allocation is in the table (after its sample is recorded, if any). */
-HA_TLS int ha_prof_peak_pending;
-/* This thread's last try at the copy found a dump being written: it tries
- * again after PEAK_RETRY bytes, not at every allocation (ha_prof_alloc_room). */
-HA_TLS int ha_prof_peak_deferred;
-#define PEAK_RETRY (256 * 1024)
-
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */
 int64_t ha_prof_alloc_room(const uint64_t t[2])
 {
@@ -79,8 +71,6 @@ int64_t ha_prof_alloc_room(const uint64_t t[2])
 		room = r < room ? r : room;
 	}
 	int64_t pr = ha_peak_room(ha_inuse_of(t));
-	if (pr == 0 && ha_prof_peak_deferred)
-		pr = PEAK_RETRY;
 	room = pr < room ? pr : room;
 	return room < 0 ? 0 : room;
 }
@@ -159,7 +149,7 @@ void ha_prof_check_thresholds(void)
 	uint64_t t[2];
 	ha_prof_totals(t);
 	if (ha_session.running)
-		ha_peak_see(ha_inuse_of(t));
+		ha_peak_arm(ha_inuse_of(t));   /* past a step: the next free copies */
 	if (ha_prof_alloc_room(t) > 0 && free_room(t) > 0 && ha_session.running) {
 		ha_countdown.tbudget = per_thread(ha_prof_alloc_room(t));
 		ha_countdown.fbudget = per_thread(free_room(t));
@@ -175,8 +165,7 @@ void ha_prof_check_thresholds(void)
 		reason[0] = 0;
 		ha_prof_totals(t);
 		uint64_t inuse = ha_inuse_of(t);
-		if (ha_peak_room(inuse) == 0)
-			ha_prof_peak_pending = 1;
+		ha_peak_arm(inuse);
 		if (ha_session.a_int > 0 && t[0] >= ha_session.last_alloc + (uint64_t)ha_session.a_int)
 			mb_reason(reason, sizeof reason, "allocated", t[0], inuse);
 		else if (ha_session.d_int > 0 && t[1] >= ha_session.last_free + (uint64_t)ha_session.d_int)

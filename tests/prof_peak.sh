@@ -2,8 +2,8 @@
 # PREFIX.peak.heap: the profile at the highest in-use total, written with the
 # dumps.  Recording every allocation, 40 MiB allocated at peak_site_a and
 # freed before 5 MiB at peak_site_b: the peak shows exactly the 40 MiB and
-# nothing of b, the exit dump the reverse; the default 16 MiB step keeps the
-# copy taken at 32 MiB; both formats; a fork child's own name; 0 turns it off;
+# nothing of b, the exit dump the reverse; with the default step too (the
+# copy is taken at the turn, before the first free); both formats; a fork child's own name; 0 turns it off;
 # a stale peak file of an earlier run goes at start.
 PROF_WORK="$top_builddir/tests/prof_peak"
 . "$top_srcdir/tests/prof_lib.sh"
@@ -24,11 +24,11 @@ eq "exit: a allocated" "$(flat alloc_space "$tmp/a/p.0001.heap" peak_site_a)" $(
 grep -qx "Writing the peak heap profile to $tmp/a/p.peak.heap (40 MB in use at the peak)" "$tmp/a.err" ||
 	fail "no peak line on stderr: $(cat "$tmp/a.err")"
 
-# the default step: copies at 16 and 32 MiB in use, none at 40
+# the default step: the copy at the turn holds all 40 MiB
 mkdir "$tmp/d"
 HEAPPROFILE="$tmp/d/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" 40 5 2>"$tmp/d.err" ||
 	fail "default step: exited $?"
-eq "default step: a bytes" "$(flat inuse_space "$tmp/d/p.peak.heap" peak_site_a)" $((32 * MIB))
+eq "default step: a bytes" "$(flat inuse_space "$tmp/d/p.peak.heap" peak_site_a)" $((40 * MIB))
 
 # both formats: the pprof file holds the same peak
 mkdir "$tmp/b"
@@ -46,6 +46,62 @@ kid=$(ls "$tmp/f" | sed -n 's/^p_\([0-9]*\)\.peak\.heap$/\1/p')
 [ -n "$kid" ] || fail "fork: no child peak file: $(ls "$tmp/f" | tr '\n' ' ')"
 [ -n "$kid" ] && eq "fork: child peak a" "$(flat inuse_space "$tmp/f/p_$kid.peak.heap" peak_site_a)" $((40 * MIB))
 [ -e "$tmp/f/p.peak.heap" ] && fail "fork: the parent wrote a peak it never had"
+
+# header FILE — the in-use bytes of a text profile's header (raw sums)
+header() { awk 'NR == 1 { print $4; exit }' "$1"; }
+# logpeak DIR — "HIGH COPY" from the dump log's last peak line
+logpeak() { sed -n 's/^# peak: \([0-9]*\) bytes in use at the peak; p\.peak\.heap holds \([0-9]*\)$/\1 \2/p' "$1/p.log" | tail -1; }
+
+# The copy is taken at the turn: climbing to exactly N bytes (nothing else
+# allocated) and freeing, with every allocation recorded the peak profile
+# holds N exactly, in several shapes: one climb of small blocks; three
+# rising teeth of 1 MiB and of 4 KiB blocks (each dump on the way, every
+# 8 MiB of growth, below the peak); threads that free at once from the top
+# (their books, and so the message, within 1%: other threads' caches are
+# counted as of their last count).
+N=$((48 * MIB))
+for run in "climb $N 4096" "saw $N 1048576" "saw $N 4096" "threads 2 $N 65536" "threads 4 $N 4096"; do
+	d="$tmp/t$(echo "$run" | tr -cd 'a-z0-9')"
+	mkdir "$d"
+	HEAPPROFILE="$d/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_INUSE_INTERVAL=8M \
+		"$W" $run 2>"$d.err" || fail "$run: exited $?"
+	eq "$run: climb_site at the peak" "$(flat inuse_space "$d/p.peak.heap" climb_site)" $N
+	case $run in
+	threads*)
+		# the books count other threads' caches as of their last count
+		set -- $(logpeak "$d")
+		near "$run: the dump log's peak" "${1:-}" $N 1 ;;
+	*)
+		eq "$run: the peak profile's total" "$(header "$d/p.peak.heap")" $N
+		eq "$run: the dump log's peak" "$(logpeak "$d")" "$N $N"
+		grep -qx "Writing the peak heap profile to $d/p.peak.heap (48 MB in use at the peak)" "$d.err" ||
+			fail "$run: peak line: $(grep peak "$d.err")" ;;
+	esac
+	peak=$(header "$d/p.peak.heap")
+	for f in "$d"/p.[0-9]*.heap; do
+		[ "$(header "$f")" -le "$peak" ] || fail "$run: $f holds $(header "$f"), above the peak's $peak"
+	done
+done
+"$HEAPALLOC_CMD" check "$tmp/tsaw"*1048576/p.log >"$tmp/log.check" 2>&1 ||
+	fail "the dump log with its peak line: $(cat "$tmp/log.check")"
+[ "$(ls "$tmp/tsaw"*1048576/p.[0-9]*.heap | wc -l)" -ge 4 ] ||
+	fail "saw: dumps on the way: $(ls "$tmp/tsaw"*1048576 | tr '\n' ' ')"
+
+# compatibility mode (every free goes its way): the same, four threads
+mkdir "$tmp/x"
+HEAPPROFILE="$tmp/x/p" HEAP_PROFILE_EXACT_TOTALS=1 HEAP_PROFILE_SAMPLE_INTERVAL=1 \
+	"$W" threads 4 $N 4096 2>"$tmp/x.err" || fail "compat: exited $?"
+eq "compat: climb_site at the peak" "$(flat inuse_space "$tmp/x/p.peak.heap" climb_site)" $N
+
+# sampled (the default interval): the copy's in use is within 1% of the
+# true peak, which the message and the log give from the books
+mkdir "$tmp/s"
+HEAPPROFILE="$tmp/s/p" "$W" saw $((96 * MIB)) 4096 2>"$tmp/s.err" || fail "sampled: exited $?"
+set -- $(logpeak "$tmp/s")
+near "sampled: the true peak" "${1:-}" $((96 * MIB)) 1
+near "sampled: the copy's in use" "${2:-}" $((96 * MIB)) 1
+grep -qx "Writing the peak heap profile to $tmp/s/p.peak.heap ($(( ${1:-0} >> 20 )) MB in use at the peak)" "$tmp/s.err" ||
+	fail "sampled: peak line: $(grep peak "$tmp/s.err")"
 
 # 0: no peak profile; a stale one from an earlier run is removed at start
 mkdir "$tmp/z"

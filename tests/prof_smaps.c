@@ -24,6 +24,10 @@ void heapalloc_get_stats_size(heapalloc_stats *s, size_t size) { abort(); }
 void ha_huge_stats(uint64_t *b, uint64_t *bytes, uint64_t *cached) { abort(); }
 uint64_t ha_arena_committed(void) { abort(); }
 uint64_t ha_peak_bytes(void) { abort(); }
+uint64_t ha_peak_high(void) { abort(); }
+uint64_t ha_table_raw_bytes(void) { abort(); }
+void ha_alloc_resident_read(ha_alloc_resident *r) { abort(); }
+unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap) { return 0; }
 int ha_write_file(const char *path, void (*fill)(ha_out *, void *), void *arg) { abort(); }
 void ha_out_bytes(ha_out *o, const char *s, size_t n) { abort(); }
 void ha_out_str(ha_out *o, const char *s) { abort(); }

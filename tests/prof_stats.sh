@@ -3,7 +3,9 @@
 # mapping (every page read) and 8 MiB of touched heap is explained by its
 # stats — RSS split into file and anonymous, the file among the largest
 # mappings, the heap's in-use total exact — and HEAP_PROFILE_STATS=0 writes
-# none.
+# none.  The rss.* lines add up to RSS and explain >= 95% of it there, after
+# a 300 MB spike of large, small and huge blocks, and with 32 threads'
+# stacks.
 PROF_WORK="$top_builddir/tests/prof_peak"
 . "$top_srcdir/tests/prof_lib.sh"
 MIB=1048576
@@ -48,6 +50,42 @@ eq "rss.file holds the mapping" "$(awk -v m=$((48 * MIB)) '$1 == "rss.file" { pr
 named=$(awk '$1 ~ /^rss\./ && $1 != "rss.other" && $1 != "rss.not_resident" { t += $2 } END { print t }' "$s")
 want=$(awk -v a="$named" -v b="$rss" 'BEGIN { lo = a < b ? a : b; hi = a < b ? b : a; pm = int(lo * 1000 / hi); printf "%d.%d%%", pm / 10, pm % 10 }')
 eq "explained" "$(tail -1 "$s")" "# explained: $want of process.rss"
+
+# explains FILE WHAT — the rss.* lines add up to process.rss and the last
+# line says >= 95% of it explained (the lines count resident bytes)
+explains() {
+	r=$(val "$1" process.rss)
+	t=$(awk '$1 == "rss.not_resident" { t -= $2; next } $1 ~ /^rss\./ { t += $2 } END { print t }' "$1")
+	eq "$2: rss lines add up" "$t" "$r"
+	pc=$(sed -n 's/^# explained: \([0-9]*\)\.[0-9]% of process.rss$/\1/p' "$1")
+	ge "$2: explained (%)" "$pc" 95
+}
+explains "$s" "48 MiB file mapping"
+
+# 300 MB in 100 KB blocks (large blocks), 20 KB (a size class) and 2 MB
+# (huge blocks), every page written, all freed but 50 MB: the exit dump
+# names where the RSS went, the freed memory kept included
+for b in 100000 20000 2000000; do
+	mkdir "$tmp/s$b"
+	HEAPPROFILE="$tmp/s$b/p" "$W" spike 300000000 $b 50000000 2>"$tmp/s$b.err" ||
+		fail "spike $b: exited $?"
+	f=$(ls "$tmp/s$b"/p.*.stats | tail -1)
+	explains "$f" "spike of $b-byte blocks"
+	ge "spike $b: in use" "$(val "$f" rss.heap_in_use)" 50000000
+	kept=$(( $(val "$f" rss.heap_free_held) + $(val "$f" rss.arena_kept) ))
+	# what the spike left resident beyond the 50 MB is named, not "other"
+	le "spike $b: other" "$(val "$f" rss.other)" $((4 * MIB))
+	ge "spike $b: freed memory kept, named" $((kept + $(val "$f" process.rss) / 20)) \
+		$(( $(val "$f" process.rss) - $(val "$f" rss.heap_in_use) - $(val "$f" rss.file) ))
+done
+
+# 32 threads, 256 KiB of stack written each, dumped while they wait
+mkdir "$tmp/t"
+HEAPPROFILE="$tmp/t/p" "$W" stacks 32 256 2>"$tmp/t.err" || fail "stacks: exited $?"
+f="$tmp/t/p.0001.stats"
+eq "stacks: the dump" "$(head -1 "$f")" "# heapalloc stats for $tmp/t/p.0001.heap (stacks)"
+explains "$f" "32 threads' stacks"
+ge "stacks: rss.stacks" "$(val "$f" rss.stacks)" $((32 * 256 * 1024))
 
 # one per numbered dump, same number; none with HEAP_PROFILE_STATS=0
 mkdir "$tmp/b"

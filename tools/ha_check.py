@@ -20,6 +20,11 @@ def check_log(data, problems):
     for k, l in enumerate(lines[2:], 3):
         if l.startswith('# command:'):     # a descendant names its command line
             continue
+        if l.startswith('# peak:'):        # the peak file written, and the true peak
+            if not re.match(r'^# peak: [0-9]+ bytes in use at the peak; [^\t]+ holds [0-9]+$', l):
+                problems.append((k, 'want "# peak: N bytes in use at the peak; FILE holds M", '
+                                 'got %s' % show(l)))
+            continue
         f = l.split('\t')
         if (len(f) != 8 or not f[0].isdigit() or not re.match(r'^[0-9]+(\.[0-9]+)?$', f[1])
                 or not all(x.isdigit() for x in f[2:6]) or not f[6]):
