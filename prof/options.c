@@ -83,6 +83,12 @@ static const opt_row rows[] = {
 	  "set by heapalloc for a profiled program's descendants: the root's pid" },
 	{ "HEAP_PROFILE_MMAP", OPT_BOOL, 0, &ha_prof_opt.mmap, NULL, NULL,
 	  "also profile the program's mmap, mmap64, mremap and munmap calls (counted in the totals)" },
+	{ "HEAP_PROFILE_HTTP", OPT_STR, 0, NULL, &ha_prof_opt.http, NULL,
+	  "serve /debug/pprof/heap and /allocs on 127.0.0.1:PORT, [::1]:PORT, 0.0.0.0:PORT or unix:PATH; turns sampling on" },
+	{ "HEAP_PROFILE_HTTP_ADDR_FILE", OPT_STR, 0, NULL, &ha_prof_opt.http_addr_file, NULL,
+	  "write the address HEAP_PROFILE_HTTP bound (the port chosen for :0) to this file" },
+	{ "HEAPALLOC_HTTP_ROOT", OPT_COUNT, 0, &ha_prof_opt.http_root, NULL, NULL,
+	  "set by heapalloc for a serving program's descendants, which do not serve: its pid" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

@@ -26,7 +26,9 @@
  * headers and notes are copied by process_vm_readv, so a library unloaded
  * meanwhile costs its build ID, never a fault.
  * File protocol as the text writer: FILE.tmp, then rename; or the gzipped
- * bytes in memory (ha_pprof_mem, for heapalloc_profile_pprof).
+ * bytes in memory (ha_pprof_mem, for heapalloc_profile_pprof and the HTTP
+ * endpoint, which may ask for alloc_space as the default sample type and
+ * hand in a delta's lines, whose in-use values may be negative).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -289,8 +291,29 @@ static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
 	emit(o, field, &m);
 }
 
-/* Encode the whole profile into o (memory).  o->err on failure. */
-static void encode(ha_out *o, int64_t r, const ha_lineset *set)
+/* profile.proto's duration_nanos (a served delta's window) */
+#define PB_DURATION_NANOS 10
+
+/* Unsample an in-use pair that may be negative (a delta's lines, prof/http.c):
+ * a shrinking pair is unsampled as its growth, negated; mixed signs are
+ * left as they are. */
+static void unsample_signed(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)
+{
+	if ((int64_t)c >= 0 && (int64_t)b >= 0) {
+		unsample(c, b, r, oc, ob);
+	} else if ((int64_t)c <= 0 && (int64_t)b <= 0) {
+		unsample(-c, -b, r, oc, ob);
+		*oc = -*oc;
+		*ob = -*ob;
+	} else {
+		*oc = c;
+		*ob = b;
+	}
+}
+
+/* Encode the whole profile into o (memory).  o->err on failure.  how:
+ * a served profile's default sample type and window (NULL: a dump's). */
+static void encode(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
 {
 	ha_out mo = { NULL, 0, 0, -1, 0 };
 	pmap *maps = NULL;
@@ -340,8 +363,8 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 
 	for (size_t i = 0; i < n; i++) {
 		const ha_line *l = &lines[i];
-		if (!l->alloc_count || !l->b->depth)
-			continue;
+		if ((!l->alloc_count && !l->free_count) || !l->b->depth)
+			continue;     /* a delta's line may only have frees */
 		uint64_t ids[HA_PROF_DEPTH], v[4];
 		uint32_t depth = l->b->depth < HA_PROF_DEPTH ? l->b->depth : HA_PROF_DEPTH;
 		for (uint32_t d = 0; d < depth; d++)
@@ -349,15 +372,16 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 		if (lt.err)
 			goto nomem;
 		unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
-		unsample(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes, r,
-			 &v[2], &v[3]);
+		unsample_signed(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes, r,
+				&v[2], &v[3]);
 		unsigned char t[1024], lab[32];
 		pb_buf m = { t, 0, sizeof t, 0 };
 		pb_packed(&m, PB_SAMPLE_LOCATION_ID, ids, depth);
 		pb_packed(&m, PB_SAMPLE_VALUE, v, 4);
 		pb_buf lb = { lab, 0, sizeof lab, 0 };
 		pb_int(&lb, PB_LABEL_KEY, S_BYTES);
-		pb_int(&lb, PB_LABEL_NUM, l->alloc_bytes / l->alloc_count);
+		pb_int(&lb, PB_LABEL_NUM, l->alloc_count ? l->alloc_bytes / l->alloc_count
+						       : l->free_bytes / l->free_count);
 		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
 		emit(o, PB_PROFILE_SAMPLE, &m);
 	}
@@ -413,11 +437,14 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set)
 	unsigned char t[64];
 	pb_buf m = { t, 0, sizeof t, 0 };
 	pb_int(&m, PB_PROFILE_TIME_NANOS, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+	if (how && how->duration_ns > 0)
+		pb_int(&m, PB_DURATION_NANOS, (uint64_t)how->duration_ns);
 	ha_out_bytes(o, (const char *)t, m.len);
 	value_type(o, PB_PROFILE_PERIOD_TYPE, S_SPACE, S_BYTES);
 	m.len = 0;
 	pb_int(&m, PB_PROFILE_PERIOD, (uint64_t)(r > 1 ? r : 1));
-	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE, S_INUSE_SPACE);
+	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE,
+	       how && how->alloc_default ? S_ALLOC_SPACE : S_INUSE_SPACE);
 	ha_out_bytes(o, (const char *)t, m.len);
 	goto out;
 nomem:
@@ -514,7 +541,7 @@ static void fill_gz(ha_out *f, void *arg)
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 {
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode(&o, r, set);
+	encode(&o, r, set, NULL);
 	int err = o.err;
 	if (!err) {
 		struct gz_job j = { o.buf, o.len };
@@ -527,8 +554,13 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 
 int ha_pprof_mem(ha_out *gz, int64_t r)
 {
+	return ha_pprof_mem_from(gz, r, NULL, NULL);
+}
+
+int ha_pprof_mem_from(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
+{
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode(&o, r, NULL);
+	encode(&o, r, set, how);
 	int err = o.err;
 	if (!err)
 		err = gzip_to(gz, o.buf, o.len);

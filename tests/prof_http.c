@@ -1,0 +1,59 @@
+/* tests/prof_http.c — a program served over HEAP_PROFILE_HTTP
+ * (tests/prof_http*.sh).  Every call site is a noinline function with a
+ * unique name and known bytes, so go tool pprof on the URL can be checked
+ * site by site (run with HEAP_PROFILE_SAMPLE_INTERVAL=1).  It reads
+ * commands from stdin, one a line, and prints one line per command done:
+ *   window   http_window keeps 100 x 3000 bytes; http_keep frees its first 100
+ *   churn    1000 x malloc(64)/free, timing the longest call (stall test)
+ * At end of input it prints "bye" and exits 0.  Other output: none.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void http_new(int n);          /* prof_http_cxx.cc: n x new char[5000], kept */
+
+void *volatile sink;
+void *keep[100000];
+
+__attribute__((noinline)) void http_keep(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[i] = malloc(1000);
+}
+
+__attribute__((noinline)) void http_free(int n)
+{
+	for (int i = 0; i < n; i++) {
+		sink = malloc(2000);
+		free(sink);
+	}
+}
+
+__attribute__((noinline)) void http_window(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[10000 + i] = malloc(3000);
+	for (int i = 0; i < 100; i++) {
+		free(keep[i]);
+		keep[i] = NULL;
+	}
+}
+
+int main(void)
+{
+	http_keep(1000);
+	http_free(500);
+	http_new(200);
+	char line[64];
+	while (fgets(line, sizeof line, stdin)) {
+		if (!strcmp(line, "window\n")) {
+			http_window(100);
+			printf("window done\n");
+		}
+		fflush(stdout);
+	}
+	printf("bye\n");
+	return 0;
+}
