@@ -48,9 +48,10 @@
 #define NDELTA 4                   /* ?seconds= requests waiting at once */
 #define HEAD_MAX 8192              /* request line + headers */
 #define DEADLINE_MS 5000           /* to read the head; again to write */
+#define LINGER_MS 1000             /* to drain what the client still sends */
 #define MAX_SECONDS 300            /* the longest delta window */
 
-enum { FREE, READ, READY, DELTA, WRITE };
+enum { FREE, READ, READY, DELTA, WRITE, LINGER };
 enum { HEAP, ALLOCS };
 
 typedef struct slot {
@@ -534,12 +535,6 @@ static void handle(slot *s, const char *h, size_t n)
 			respond_text(s, 400, "malformed request line\n", NULL);
 		return;
 	}
-	int get = mlen == 3 && memcmp(m, "GET", 3) == 0;
-	s->head_only = mlen == 4 && memcmp(m, "HEAD", 4) == 0;
-	if (!get && !s->head_only) {
-		respond_text(s, 405, "method not allowed: GET or HEAD\n", "Allow: GET, HEAD\r\n");
-		return;
-	}
 	/* absolute-form (a proxy's): skip the scheme and authority */
 	if (tlen > 7 && (memcmp(t, "http://", 7) == 0)) {
 		const char *slash = memchr(t + 7, '/', tlen - 7);
@@ -577,6 +572,25 @@ static void handle(slot *s, const char *h, size_t n)
 		}
 	}
 #define IS(path) (plen == sizeof(path) - 1 && memcmp(t, path, plen) == 0)
+	/* pprof asks /debug/pprof/symbol (POST) for names the profile lacks:
+	 * "none known" lets it carry on with its own (a 404 stops it) */
+	if (IS("/debug/pprof/symbol")) {
+		respond_text(s, 200, "num_symbols: 0\n", NULL);
+		return;
+	}
+	int known = IS("/debug/pprof/") || IS("/debug/pprof") || IS("/debug/pprof/heap") ||
+		    IS("/debug/pprof/allocs");
+	if (!known) {
+		respond_text(s, 404, "404 page not found\n", NULL);
+		return;
+	}
+	/* a known path: only GET and HEAD */
+	int get = mlen == 3 && memcmp(m, "GET", 3) == 0;
+	s->head_only = mlen == 4 && memcmp(m, "HEAD", 4) == 0;
+	if (!get && !s->head_only) {
+		respond_text(s, 405, "method not allowed: GET or HEAD\n", "Allow: GET, HEAD\r\n");
+		return;
+	}
 	if (IS("/debug/pprof/")) {
 		s->cbody = index_html;
 		respond(s, 200, "text/html; charset=utf-8", NULL, sizeof index_html - 1);
@@ -584,10 +598,6 @@ static void handle(slot *s, const char *h, size_t n)
 	}
 	if (IS("/debug/pprof")) {
 		respond_text(s, 301, "/debug/pprof/\n", "Location: /debug/pprof/\r\n");
-		return;
-	}
-	if (!IS("/debug/pprof/heap") && !IS("/debug/pprof/allocs")) {
-		respond_text(s, 404, "404 page not found\n", NULL);
 		return;
 	}
 #undef IS
@@ -676,6 +686,23 @@ static void answer_ready(void)
 	}
 }
 
+/* LINGER: discard what comes until the client closes. */
+static void drain(slot *s)
+{
+	char sink[4096];
+	for (;;) {
+		ssize_t k = recv(s->fd, sink, sizeof sink, MSG_DONTWAIT);
+		if (k > 0)
+			continue;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		close_slot(s);
+		return;
+	}
+}
+
 /* Send what the socket takes; close when all is sent. */
 static void write_more(slot *s)
 {
@@ -700,9 +727,18 @@ static void write_more(slot *s)
 			break;                 /* reset by the client */
 		s->off += (size_t)k;
 	}
-	/* everything sent (or the client went): no more to read from it either */
+	/* everything sent (or the client went).  Closing with unread bytes
+	 * (a request body, the rest of an oversized head) would reset the
+	 * connection and could cost the client our answer: end our side, and
+	 * drain theirs for at most LINGER_MS first. */
 	shutdown(s->fd, SHUT_WR);
-	close_slot(s);
+	if (s->body)
+		ha_raw_free(s->body);
+	s->body = NULL;
+	s->state = LINGER;
+	s->since = now_ms();
+	s->deadline = s->since + LINGER_MS;
+	drain(s);
 }
 
 static void accept_one(void)
@@ -711,7 +747,8 @@ static void accept_one(void)
 	for (int i = 0; i < NSLOT && !s; i++) {
 		if (slots[i].state == FREE)
 			s = &slots[i];
-		else if (slots[i].state == READ && (!oldest || slots[i].since < oldest->since))
+		else if ((slots[i].state == READ || slots[i].state == LINGER) &&
+			 (!oldest || slots[i].since < oldest->since))
 			oldest = &slots[i];
 	}
 	if (!s && !oldest)
@@ -720,7 +757,7 @@ static void accept_one(void)
 	if (fd < 0)
 		return;                    /* EAGAIN, a connection reset, EMFILE: next time */
 	if (!s) {
-		close_slot(oldest);        /* the oldest unfinished head gives way */
+		close_slot(oldest);        /* the oldest unfinished head (or drain) gives way */
 		s = oldest;
 	}
 	if (!s->head && !(s->head = ha_raw_malloc(HEAD_MAX))) {
@@ -739,7 +776,7 @@ static void accept_one(void)
 static int can_accept(void)
 {
 	for (int i = 0; i < NSLOT; i++)
-		if (slots[i].state == FREE || slots[i].state == READ)
+		if (slots[i].state == FREE || slots[i].state == READ || slots[i].state == LINGER)
 			return 1;
 	return 0;
 }
@@ -755,7 +792,8 @@ int ha_http_poll_set(struct pollfd *p, int max, int64_t *to_ms)
 		p[n++] = (struct pollfd){ fd, POLLIN, 0 };
 	for (int i = 0; i < NSLOT; i++) {
 		slot *s = &slots[i];
-		short ev = s->state == READ ? POLLIN : s->state == WRITE ? POLLOUT :
+		short ev = s->state == READ || s->state == LINGER ? POLLIN :
+			   s->state == WRITE ? POLLOUT :
 			   s->state == DELTA ? POLLRDHUP : 0;
 		if (!ev)
 			continue;
@@ -791,6 +829,8 @@ void ha_http_poll_done(const struct pollfd *p, int n)
 				continue;
 			if (s->state == READ)
 				read_more(s);
+			else if (s->state == LINGER)
+				drain(s);
 			else if (s->state == WRITE)
 				write_more(s);
 			else if (s->state == DELTA && (p[j].revents & (POLLRDHUP | POLLHUP | POLLERR)))
@@ -800,7 +840,8 @@ void ha_http_poll_done(const struct pollfd *p, int n)
 	int64_t now = now_ms();
 	for (int i = 0; i < NSLOT; i++) {
 		slot *s = &slots[i];
-		if ((s->state == READ || s->state == WRITE) && now >= s->deadline)
+		if ((s->state == READ || s->state == WRITE || s->state == LINGER) &&
+		    now >= s->deadline)
 			close_slot(s);             /* too slow: no answer for it */
 		else if (s->state == DELTA && now >= s->due) {
 			s->state = READY;          /* built when no response is being written */

@@ -4,13 +4,18 @@
  * site by site (run with HEAP_PROFILE_SAMPLE_INTERVAL=1).  It reads
  * commands from stdin, one a line, and prints one line per command done:
  *   window   http_window keeps 100 x 3000 bytes; http_keep frees its first 100
- *   churn    1000 x malloc(64)/free, timing the longest call (stall test)
+ *   fork     fork a child that outlives this process by 1.5 s (and must
+ *            not hold the listening socket)
+ *   spawn    run this program again ("env": an exec'd descendant) and wait
  * At end of input it prints "bye" and exits 0.  Other output: none.
+ * "prof_http env" prints whether HEAPALLOC_HTTP_ROOT is in its environment.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 void http_new(int n);          /* prof_http_cxx.cc: n x new char[5000], kept */
 
@@ -41,8 +46,13 @@ __attribute__((noinline)) void http_window(int n)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "env")) {
+		printf("child: HEAPALLOC_HTTP_ROOT %s\n",
+		       getenv("HEAPALLOC_HTTP_ROOT") ? "set" : "unset");
+		return 0;
+	}
 	http_keep(1000);
 	http_free(500);
 	http_new(200);
@@ -51,6 +61,25 @@ int main(void)
 		if (!strcmp(line, "window\n")) {
 			http_window(100);
 			printf("window done\n");
+		} else if (!strcmp(line, "fork\n")) {
+			fflush(stdout);
+			pid_t c = fork();
+			if (c == 0) {
+				struct timespec t = { 1, 500000000 };
+				nanosleep(&t, NULL);
+				_exit(0);
+			}
+			printf("forked %s\n", c > 0 ? "ok" : "failed");
+		} else if (!strcmp(line, "spawn\n")) {
+			fflush(stdout);
+			pid_t c = fork();
+			if (c == 0) {
+				execl("/proc/self/exe", argv[0], "env", (char *)NULL);
+				_exit(127);
+			}
+			int st = -1;
+			waitpid(c, &st, 0);
+			printf("spawned %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 		}
 		fflush(stdout);
 	}
