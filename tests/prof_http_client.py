@@ -116,6 +116,18 @@ def attack(addr):
         if fails > 5:
             break
     print("1000 requests: %.2f s" % (time.time() - t))
+    # a client that never finishes its head is cut off at the deadline (5 s)
+    s = connect(addr)
+    s.sendall(b"GET /debug/pprof/heap HTTP/1.1\r\n")
+    t = time.time()
+    try:
+        got = s.recv(100)
+    except (socket.timeout, ConnectionResetError):
+        got = b"?"
+    waited = time.time() - t
+    s.close()
+    check("slow head cut off after %.2f s (%r)" % (waited, got[:20]), got == b"" and 4.5 < waited < 7)
+    print("slow head: closed after %.1f s" % waited)
     heap_ok(addr, "scrape after everything")
     print("attack done in %.1f s" % (time.time() - t0))
 
