@@ -80,6 +80,7 @@ static int listen_fd = -1;
 static pid_t owner;                /* the process that serves */
 static slot slots[NSLOT];
 static char *unix_path;            /* unix:PATH we bound, unlinked at exit */
+static int64_t accept_pause;       /* ms: out of descriptors, wait before accepting */
 
 static int64_t now_ms(void)
 {
@@ -741,6 +742,17 @@ static void write_more(slot *s)
 	drain(s);
 }
 
+/* The program closed our listening socket (a daemon closing every
+ * descriptor): stop serving rather than poll a descriptor that is not ours. */
+static void lost_listener(void)
+{
+	ha_log("heapalloc: the HEAP_PROFILE_HTTP socket was closed by the program; not serving\n");
+	__atomic_store_n(&listen_fd, -1, __ATOMIC_RELEASE);
+	for (int i = 0; i < NSLOT; i++)
+		if (slots[i].state != FREE)
+			close_slot(&slots[i]);
+}
+
 static void accept_one(void)
 {
 	slot *s = NULL, *oldest = NULL;
@@ -754,8 +766,12 @@ static void accept_one(void)
 	if (!s && !oldest)
 		return;
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+		accept_pause = now_ms() + 100;     /* the listener stays readable: no spinning */
+	else if (fd < 0 && (errno == EBADF || errno == ENOTSOCK || errno == EINVAL))
+		lost_listener();
 	if (fd < 0)
-		return;                    /* EAGAIN, a connection reset, EMFILE: next time */
+		return;                    /* EAGAIN, a connection reset: next time */
 	if (!s) {
 		close_slot(oldest);        /* the oldest unfinished head (or drain) gives way */
 		s = oldest;
@@ -788,8 +804,10 @@ int ha_http_poll_set(struct pollfd *p, int max, int64_t *to_ms)
 		return 0;
 	int64_t now = now_ms(), next = INT64_MAX;
 	int n = 0;
-	if (can_accept())
+	if (can_accept() && now >= accept_pause)
 		p[n++] = (struct pollfd){ fd, POLLIN, 0 };
+	else if (now < accept_pause)
+		next = accept_pause;
 	for (int i = 0; i < NSLOT; i++) {
 		slot *s = &slots[i];
 		short ev = s->state == READ || s->state == LINGER ? POLLIN :
@@ -817,6 +835,10 @@ void ha_http_poll_done(const struct pollfd *p, int n)
 	for (int j = 0; j < n; j++) {
 		if (!p[j].revents)
 			continue;
+		if (p[j].fd == listen_fd && (p[j].revents & POLLNVAL)) {
+			lost_listener();
+			return;
+		}
 		if (p[j].fd == listen_fd) {
 			/* a few at a time: the other duties of the loop come first */
 			for (int k = 0; k < 4 && can_accept(); k++)
@@ -827,6 +849,11 @@ void ha_http_poll_done(const struct pollfd *p, int n)
 			slot *s = &slots[i];
 			if (s->fd != p[j].fd || s->state == FREE)
 				continue;
+			if (p[j].revents & POLLNVAL) {
+				s->fd = -1;        /* closed under us: the number is not ours */
+				close_slot(s);
+				continue;
+			}
 			if (s->state == READ)
 				read_more(s);
 			else if (s->state == LINGER)

@@ -277,7 +277,10 @@ __attribute__((constructor(201))) static void ha_prof_ctor(void)
 	}
 	/* the endpoint's helper before the books' baseline: its thread's
 	 * start-up memory is not the program's */
-	if (http && (ha_http_start(ha_prof_opt.http) != 0 || ha_helper_start(0, 0, 0) != 0))
+	int files = ha_prof_opt.prefix && !setuid;   /* the helper's time and signal dumps */
+	if (http && (ha_http_start(ha_prof_opt.http) != 0 ||
+		     ha_helper_start(files ? ha_prof_opt.time_interval : 0,
+				     files ? (int)ha_prof_opt.signal : 0, 0) != 0))
 		http = 0;
 	if (ha_prof_opt.prefix && setuid) {
 		ha_log("heapalloc: HEAPPROFILE ignored in a setuid/setgid program\n");

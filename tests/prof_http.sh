@@ -41,6 +41,7 @@ top() {
 }
 
 mkdir "$tmp/run"
+mkfifo "$tmp/ctl2"
 serve a 127.0.0.1:0
 case $A in 127.0.0.1:[1-9]*) ;; *) fail "bound address '$A'" ;; esac
 
@@ -145,6 +146,24 @@ eq "no files" "$(ls "$tmp/run")" ""
 # the fork child lives on for a second: it must not hold the listener
 eq "after exit" "$("$PY" "$C" req "$A" GET /debug/pprof/heap "$tmp/r" 2>&1 | tail -1 |
 	grep -c 'ConnectionRefused')" 1
+
+# with HEAPPROFILE too: both, from one table (time dumps, the exit dump)
+mkdir "$tmp/both"
+(cd "$tmp/run" && HEAPPROFILE="$tmp/both/p" HEAP_PROFILE_TIME_INTERVAL=1 \
+	HEAP_PROFILE_HTTP=127.0.0.1:0 HEAP_PROFILE_HTTP_ADDR_FILE="$tmp/t.addr" \
+	exec "$H" >"$tmp/t.out" 2>"$tmp/t.err" <"$tmp/ctl2") &
+T=$!
+exec 4>"$tmp/ctl2"
+for _ in $(seq 100); do [ -s "$tmp/t.addr" ] && break; sleep 0.05; done
+eq "with HEAPPROFILE: served" "$("$PY" "$C" req "$(cat "$tmp/t.addr")" GET /debug/pprof/allocs "$tmp/r")" 200
+sleep 1.6
+exec 4>&-
+wait $T
+eq "with HEAPPROFILE: exit" "$?" 0
+grep -q '^Starting tracking the heap$' "$tmp/t.err" || fail "with HEAPPROFILE: no start line"
+grep -q "^Dumping heap profile to $tmp/both/p.0001.heap (1 sec since the last dump)$" "$tmp/t.err" ||
+	fail "with HEAPPROFILE: no time dump: $(cat "$tmp/t.err")"
+[ -f "$tmp/both/p.0002.heap" ] || fail "with HEAPPROFILE: no exit dump"
 
 # a unix socket, removed at exit; the port-0 line when no file is named
 serve u "unix:$tmp/sock"
