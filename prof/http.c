@@ -6,6 +6,7 @@
  *   GET /debug/pprof/allocs     the same, default alloc_space
  *       ?seconds=N (1..300)     the delta over the next N seconds
  *       ?debug=1                the gperftools text form (a .heap dump)
+ *   GET /debug/pprof/symbol     "num_symbols: 0" (pprof asks it for names)
  *   HEAD as GET without the body; another method 405; another path 404.
  *
  * No threads of its own and no library: the listening socket and up to
@@ -15,7 +16,8 @@
  * helper's dumps and timeline rows.  Every socket is non-blocking.  A
  * connection reads its request head into 8 KiB (431 past it) within
  * DEADLINE_MS, and gets its response within DEADLINE_MS more, then is
- * closed.  Responses are built one at a time (under ha_prof_dump_lock, as a
+ * closed once what the client still sends is drained (LINGER_MS at most:
+ * unread bytes would reset the answer away).  Responses are built one at a time (under ha_prof_dump_lock, as a
  * dump is, so allocating threads wait only for the table copy) and written
  * one at a time; a full set of slots drops its oldest unfinished head for a
  * new connection, so half-open connections cannot lock a scraper out.  A

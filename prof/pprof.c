@@ -436,7 +436,10 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_h
 	clock_gettime(CLOCK_REALTIME, &now);
 	unsigned char t[64];
 	pb_buf m = { t, 0, sizeof t, 0 };
-	pb_int(&m, PB_PROFILE_TIME_NANOS, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	if (how && how->duration_ns > 0)     /* a delta is stamped with its start, as Go does */
+		now_ns -= (uint64_t)how->duration_ns;
+	pb_int(&m, PB_PROFILE_TIME_NANOS, now_ns);
 	if (how && how->duration_ns > 0)
 		pb_int(&m, PB_DURATION_NANOS, (uint64_t)how->duration_ns);
 	ha_out_bytes(o, (const char *)t, m.len);
