@@ -516,6 +516,7 @@ static int tchar(char c)
 static void handle(slot *s, const char *h, size_t n)
 {
 	const char *end = memchr(h, '\n', n), *p = h;
+	s->head_only = 0;              /* the slot's last request may have been a HEAD */
 	/* request line: METHOD SP TARGET SP HTTP/1.x */
 	const char *m = p;
 	while (p < end && tchar(*p))
@@ -629,6 +630,7 @@ static void close_slot(slot *s)
 	s->cbody = NULL;
 	s->state = FREE;
 	s->delta = 0;
+	s->head_only = 0;
 	s->hlen = 0;
 }
 

@@ -60,6 +60,9 @@ eq "seconds=x" "$(req GET '/debug/pprof/heap?seconds=x')" 400
 eq "seconds and debug" "$(req GET '/debug/pprof/heap?seconds=1&debug=1')" 400
 eq "HEAD" "$(req HEAD /debug/pprof/heap)" 200
 eq "HEAD body" "$(wc -c <"$tmp/r")" 0
+# the next request on the same connection slot is not taken for a HEAD
+eq "400 after HEAD" "$(req 'G@T' /debug/pprof/heap)" 400
+eq "400 body after HEAD" "$(cat "$tmp/r")" "malformed request line"
 grep -qi '^Connection: close$' "$tmp/r.h" || fail "no Connection: close"
 
 # ?debug=1: the gperftools text form
