@@ -278,10 +278,14 @@ __attribute__((constructor(201))) static void ha_prof_ctor(void)
 	/* the endpoint's helper before the books' baseline: its thread's
 	 * start-up memory is not the program's */
 	int files = ha_prof_opt.prefix && !setuid;   /* the helper's time and signal dumps */
-	if (http && (ha_http_start(ha_prof_opt.http) != 0 ||
-		     ha_helper_start(files ? ha_prof_opt.time_interval : 0,
-				     files ? (int)ha_prof_opt.signal : 0, 0) != 0))
+	if (http && ha_http_start(ha_prof_opt.http) != 0)
 		http = 0;
+	else if (http && ha_helper_start(files ? ha_prof_opt.time_interval : 0,
+					 files ? (int)ha_prof_opt.signal : 0, 0) != 0) {
+		ha_http_exit();               /* nobody would answer: let the address go */
+		ha_http_postfork_child();
+		http = 0;
+	}
 	if (ha_prof_opt.prefix && setuid) {
 		ha_log("heapalloc: HEAPPROFILE ignored in a setuid/setgid program\n");
 	} else if (ha_prof_opt.prefix) {
