@@ -7,6 +7,9 @@
  *   fork     fork a child that outlives this process by 1.5 s (and must
  *            not hold the listening socket)
  *   spawn    run this program again ("env": an exec'd descendant) and wait
+ *   api PFX  heapalloc_profile_dump (the endpoint's session has no files),
+ *            heapalloc_profile_start(PFX), http_after keeps 50 x 4000 bytes,
+ *            heapalloc_profile_dump again; prints both return codes
  * At end of input it prints "bye" and exits 0.  Other output: none.
  * "prof_http env" prints whether HEAPALLOC_HTTP_ROOT is in its environment.
  */
@@ -16,6 +19,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "heapalloc.h"
 
 void http_new(int n);          /* prof_http_cxx.cc: n x new char[5000], kept */
 
@@ -46,6 +51,12 @@ __attribute__((noinline)) void http_window(int n)
 	}
 }
 
+__attribute__((noinline)) void http_after(int n)
+{
+	for (int i = 0; i < n; i++)
+		keep[20000 + i] = malloc(4000);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "env")) {
@@ -70,6 +81,13 @@ int main(int argc, char **argv)
 				_exit(0);
 			}
 			printf("forked %s\n", c > 0 ? "ok" : "failed");
+		} else if (!strncmp(line, "api ", 4)) {
+			line[strcspn(line, "\n")] = 0;
+			int before = heapalloc_profile_dump("no files");
+			int started = heapalloc_profile_start(line + 4);
+			http_after(50);
+			printf("api dump %d start %d dump %d\n", before, started,
+			       heapalloc_profile_dump("api"));
 		} else if (!strcmp(line, "spawn\n")) {
 			fflush(stdout);
 			pid_t c = fork();

@@ -117,6 +117,16 @@ else
 	echo window >&3
 fi
 
+# an API start replaces the endpoint's file-less session (dumps work, the
+# table starts afresh and is what the endpoint serves)
+mkdir "$tmp/api"
+echo "api $tmp/api/p" >&3
+for _ in $(seq 100); do [ -f "$tmp/api/p.0001.heap" ] && break; sleep 0.05; done
+[ -f "$tmp/api/p.0001.heap" ] || fail "API start: no dump"
+eq "API: after, served" "$(req GET '/debug/pprof/heap?debug=1')" 200
+grep -Eq '^ +50: +200000 \[ +50: +200000\] @' "$tmp/r" || fail "API: http_after not served: $(head -3 "$tmp/r")"
+grep -Eq '^ +1000: +1000000 ' "$tmp/r" && fail "API: the old session's http_keep is still served"
+
 # a second program on the same address: one line, runs on, same output
 B=$A
 (cd "$tmp/run" && HEAP_PROFILE_HTTP=$B "$H" </dev/null >"$tmp/b.out" 2>"$tmp/b.err")
@@ -138,13 +148,14 @@ echo spawn >&3
 echo fork >&3
 stop a
 eq "output" "$(cat "$tmp/a.out")" "window done
+api dump 22 start 0 dump 0
 child: HEAPALLOC_HTTP_ROOT set
 spawned 0
 forked ok
 bye"
 eq "exit status" "$RC" 0
 eq "address file" "$(cat "$tmp/a.addr")" "$A"
-eq "stderr" "$(cat "$tmp/a.err")" ""
+eq "stderr" "$(grep -v "^Starting tracking the heap\$\|^Dumping heap profile to $tmp/api/p\.000[12]\.heap (\(api\|Exiting, .*\))\$" "$tmp/a.err")" ""
 eq "no files" "$(ls "$tmp/run")" ""
 # the fork child lives on for a second: it must not hold the listener
 eq "after exit" "$("$PY" "$C" req "$A" GET /debug/pprof/heap "$tmp/r" 2>&1 | tail -1 |
