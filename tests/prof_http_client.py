@@ -8,6 +8,8 @@
 #                                connections, 1000 requests in a row; checks
 #                                each answer, prints one line per part
 # ADDR: HOST:PORT, [V6]:PORT or unix:PATH.  Exit 0, or 1 with a FAIL line.
+# PROF_HTTP_SENT=FILE: create FILE once a request has been sent.
+import os
 import socket
 import sys
 import time
@@ -37,6 +39,9 @@ def exchange(addr, data, timeout=10.0):
         s.sendall(data)
     except (BrokenPipeError, ConnectionResetError):
         pass
+    sent = os.environ.get("PROF_HTTP_SENT")
+    if sent:                      # tell the driver the request is out
+        open(sent, "w").close()
     buf = b""
     try:
         while True:
