@@ -188,6 +188,14 @@ eq "unix heap" "$(req GET /debug/pprof/heap)" 200
 stop u
 eq "unix exit" "$RC" 0
 [ -e "$tmp/sock" ] && fail "unix socket left behind"
+# a socket file nobody listens on (a dead run's) is replaced; a plain file is not
+"$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$tmp/stale"
+(cd "$tmp/run" && HEAP_PROFILE_HTTP="unix:$tmp/stale" "$H" </dev/null >"$tmp/b.out" 2>"$tmp/b.err")
+eq "stale socket: stderr" "$(cat "$tmp/b.err")" ""
+: >"$tmp/plain"
+(cd "$tmp/run" && HEAP_PROFILE_HTTP="unix:$tmp/plain" "$H" </dev/null >"$tmp/b.out" 2>"$tmp/b.err")
+eq "plain file: one line" "$(grep -c 'cannot listen (address in use' "$tmp/b.err")" 1
+[ -f "$tmp/plain" ] || fail "plain file removed"
 (cd "$tmp/run" && HEAP_PROFILE_HTTP=127.0.0.1:0 "$H" </dev/null >/dev/null 2>"$tmp/z.err")
 grep -Eqx 'heapalloc: serving heap profiles on http://127\.0\.0\.1:[0-9]+/debug/pprof/' "$tmp/z.err" ||
 	fail "port 0 without an address file: $(cat "$tmp/z.err")"
