@@ -9,9 +9,20 @@
  * main thread's dumps are measured.  Prints "key value" lines: lines in the profile,
  * median dump time, and each phase's longest iteration and 99.99th
  * percentile (microseconds).
+ * With HEAP_PROFILE_HTTP_ADDR_FILE naming the address HEAP_PROFILE_HTTP
+ * bound (make bench-stall sets both), two more phases: "scraped", where the
+ * main thread fetches /debug/pprof/heap every 50 ms (the helper thread
+ * builds each one), and "attacked", where every 50 ms it sends junk, a 1 MB
+ * header, opens 10 more half-open connections (50 at most) and makes 20
+ * requests in a row, so the stalls beside a dump, a scrape and an attack
+ * are measured on one table in one run.
  */
 #include "bench.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #define THREADS 2
 #define SAMPLES (1 << 22)
@@ -87,6 +98,92 @@ static int cmp_float(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* ---- the HTTP client of the scraped and attacked phases ------------------ */
+static struct sockaddr_in http_sa;
+static int half_open[50], nhalf;
+
+static int http_connect(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&http_sa, sizeof http_sa) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Send req, read the answer to EOF; its bytes (-1: no connection). */
+static long http_exchange(const char *req, size_t n)
+{
+	int fd = http_connect();
+	if (fd < 0)
+		return -1;
+	static char buf[1 << 16];
+	long got = 0;
+	if (send(fd, req, n, MSG_NOSIGNAL) >= 0)
+		for (ssize_t k; (k = recv(fd, buf, sizeof buf, 0)) > 0;)
+			got += k;
+	close(fd);
+	return got;
+}
+
+static const char get_heap[] = "GET /debug/pprof/heap HTTP/1.1\r\nHost: b\r\n\r\n";
+static long scrape_bytes;
+
+static void scrape(const char *why)
+{
+	(void)why;
+	scrape_bytes = http_exchange(get_heap, sizeof get_heap - 1);
+}
+
+static void attack(const char *why)
+{
+	(void)why;
+	static char junk[4096], *big;
+	for (size_t i = 0; i < sizeof junk - 4; i++)
+		junk[i] = (char)(i * 131 + 7);
+	memcpy(junk + sizeof junk - 4, "\r\n\r\n", 4);   /* a head, of junk: 400 at once */
+	http_exchange(junk, sizeof junk);
+	if (!big && (big = malloc(1 << 20))) {
+		memset(big, 'a', 1 << 20);
+		memcpy(big, "GET /debug/pprof/heap HTTP/1.1\r\nX-Big: ", 39);
+	}
+	if (big) {
+		int fd = http_connect();     /* as much of it as goes before the 431 */
+		if (fd >= 0) {
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+			send(fd, big, 1 << 20, MSG_NOSIGNAL);
+			usleep(1000);
+			close(fd);
+		}
+	}
+	for (int i = 0; i < 10 && nhalf < 50; i++) {
+		int fd = http_connect();
+		if (fd >= 0 && send(fd, "GET /debug/pprof/heap HTTP/1.1\r\nHo", 35, MSG_NOSIGNAL) >= 0)
+			half_open[nhalf++] = fd;
+	}
+	static const char idx[] = "GET /debug/pprof/ HTTP/1.1\r\n\r\n";
+	for (int i = 0; i < 20; i++)
+		http_exchange(idx, sizeof idx - 1);
+}
+
+/* HEAP_PROFILE_HTTP_ADDR_FILE's 127.0.0.1:PORT into http_sa; 0 when absent. */
+static int http_setup(void)
+{
+	const char *f = getenv("HEAP_PROFILE_HTTP_ADDR_FILE");
+	FILE *in = f ? fopen(f, "r") : NULL;
+	unsigned a, b, c, d, port;
+	int ok = in && fscanf(in, "%u.%u.%u.%u:%u", &a, &b, &c, &d, &port) == 5;
+	if (in)
+		fclose(in);
+	if (!ok)
+		return 0;
+	http_sa.sin_family = AF_INET;
+	http_sa.sin_port = htons((uint16_t)port);
+	http_sa.sin_addr.s_addr = htonl(a << 24 | b << 16 | c << 8 | d);
+	return 1;
+}
+
 /* One phase of `ms` milliseconds; dump every 50 ms when dump != NULL. */
 static void phase(const char *name, int ms, void (*dump)(const char *))
 {
@@ -123,7 +220,11 @@ static void phase(const char *name, int ms, void (*dump)(const char *))
 			s += dts[i];
 			mx = dts[i] > mx ? dts[i] : mx;
 		}
-		printf("dumps %d\ndump_ms_mean %.2f\ndump_ms_max %.2f\n", nd, s / nd, mx);
+		if (!strcmp(name, "dumping"))
+			printf("dumps %d\ndump_ms_mean %.2f\ndump_ms_max %.2f\n", nd, s / nd, mx);
+		else
+			printf("%s_calls %d\n%s_ms_mean %.2f\n%s_ms_max %.2f\n", name, nd, name,
+			       s / nd, name, mx);
 	}
 }
 
@@ -149,5 +250,12 @@ int main(int argc, char **argv)
 		ms = 400;
 	phase("nodump", ms, NULL);
 	phase("dumping", ms, dump);
+	if (http_setup()) {
+		phase("scraped", ms, scrape);
+		printf("scrape_bytes %ld\n", scrape_bytes);
+		phase("attacked", ms, attack);
+		for (int i = 0; i < nhalf; i++)
+			close(half_open[i]);
+	}
 	return 0;
 }

@@ -125,7 +125,7 @@ HA_EXPORT int heapalloc_profile_pprof(void **buf, size_t *len)
 	ha_out gz = { NULL, 0, 0, -1, 0 };
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
-	int err = ha_pprof_mem_named(&gz, ha_prof_rate(), NULL);
+	int err = ha_pprof_mem_named(&gz, ha_prof_rate(), NULL, NULL);
 	ha_prof_busy = busy;
 	if (!err) {
 		void *p = malloc(gz.len);  /* public malloc: no profiler lock held */

@@ -41,7 +41,7 @@ static const char *errno_name(int e)
 
 int ha_prof_timeline_on(void)
 {
-	return !ha_prof_opt.exact_totals && ha_prof_opt.timeline_ms > 0;
+	return !ha_prof_opt.exact_totals && ha_prof_opt.timeline_ms > 0 && !ha_session.nofiles;
 }
 
 /* A row of the dump log between dumps, from the helper thread: the totals
@@ -196,7 +196,7 @@ static int dump_now(const char *reason, int automatic, void *reserve, size_t cap
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	int err = EINVAL;
-	if (ha_session.running) {
+	if (ha_session.running && !ha_session.nofiles) {   /* the endpoint's session names no file */
 		ha_prof_write_pending_locked();   /* a queued threshold dump keeps its number */
 		char buf[64];
 		if (!reason) {

@@ -22,6 +22,8 @@
  * parent's pipe: postfork closes it, and the first profiler hook in the
  * child recreates both (ha_helper_ensure).  The helper never samples its
  * own allocations (ha_prof_busy stays set on it).
+ * HEAP_PROFILE_HTTP's sockets (http.c) are polled in the same loop: the
+ * loop's timeout is also the nearest connection deadline or delta's end.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -98,7 +100,7 @@ static void *helper_main(void *arg)
 	row = next;
 	next.tv_sec += interval;
 	for (;;) {
-		struct pollfd pfd = { rd, POLLIN, 0 };
+		struct pollfd pfd[1 + HA_HTTP_NFDS] = { { rd, POLLIN, 0 } };
 		int64_t to = interval > 0 ? ms_until(&next) : -1;
 		int watch = ha_memwatch_period_ms();
 		if (watch > 0 && (to < 0 || to > watch))
@@ -106,10 +108,11 @@ static void *helper_main(void *arg)
 		int64_t tick = ha_prof_timeline_on() ? ha_prof_opt.timeline_ms : 0;
 		if (tick > 0 && (to < 0 || to > ms_until(&row)))
 			to = ms_until(&row);
-		int n = poll(&pfd, 1, to > INT32_MAX ? INT32_MAX : (int)to);
+		int nh = ha_http_poll_set(pfd + 1, HA_HTTP_NFDS, &to);
+		int n = poll(pfd, 1 + (nfds_t)nh, to > INT32_MAX ? INT32_MAX : (int)to);
 		if (n < 0 && errno != EINTR)
 			break;
-		if (n > 0) {
+		if (n > 0 && pfd[0].revents) {
 			char buf[64];
 			ssize_t k = read(rd, buf, sizeof buf);
 			if (k == 0)
@@ -119,6 +122,8 @@ static void *helper_main(void *arg)
 					ha_prof_dump("signal", 0);
 			ha_prof_write_pending();
 		}
+		if (nh)
+			ha_http_poll_done(pfd + 1, n > 0 ? nh : 0);
 		if (watch > 0)
 			ha_memwatch_poll();
 		if (tick > 0 && ms_until(&row) == 0) {

@@ -89,6 +89,12 @@ static const opt_row rows[] = {
 	  "scale sampled estimates so that a profile's totals equal the allocator's exact books (not at interval 1)" },
 	{ "HEAP_PROFILE_SEED", OPT_COUNT, 0, &ha_prof_opt.seed, NULL, NULL,
 	  "the sampler's seed: the same seed samples the same run alike; 0 a fresh seed per thread" },
+	{ "HEAP_PROFILE_HTTP", OPT_STR, 0, NULL, &ha_prof_opt.http, NULL,
+	  "serve /debug/pprof/heap and /allocs on 127.0.0.1:PORT, [::1]:PORT, 0.0.0.0:PORT or unix:PATH; turns sampling on" },
+	{ "HEAP_PROFILE_HTTP_ADDR_FILE", OPT_STR, 0, NULL, &ha_prof_opt.http_addr_file, NULL,
+	  "write the address HEAP_PROFILE_HTTP bound (the port chosen for :0) to this file" },
+	{ "HEAPALLOC_HTTP_ROOT", OPT_COUNT, 0, &ha_prof_opt.http_root, NULL, NULL,
+	  "set by heapalloc for a serving program's descendants, which do not serve: its pid" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

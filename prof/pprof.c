@@ -34,7 +34,9 @@
  * headers and notes are copied by process_vm_readv, so a library unloaded
  * meanwhile costs its build ID, never a fault.
  * File protocol as the text writer: FILE.tmp, then rename; or the gzipped
- * bytes in memory (ha_pprof_mem, for heapalloc_profile_pprof).
+ * bytes in memory (ha_pprof_mem, for heapalloc_profile_pprof and the HTTP
+ * endpoint, which may ask for alloc_space as the default sample type and
+ * hand in a delta's lines, whose in-use values may be negative).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -299,6 +301,26 @@ static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
 	emit(o, field, &m);
 }
 
+/* profile.proto's duration_nanos (a served delta's window) */
+#define PB_DURATION_NANOS 10
+
+/* Unsample an in-use pair that may be negative (a delta's lines, prof/http.c):
+ * a shrinking pair is unsampled as its growth, negated; mixed signs are
+ * left as they are. */
+static void unsample_signed(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)
+{
+	if ((int64_t)c >= 0 && (int64_t)b >= 0) {
+		unsample(c, b, r, oc, ob);
+	} else if ((int64_t)c <= 0 && (int64_t)b <= 0) {
+		unsample(-c, -b, r, oc, ob);
+		*oc = -*oc;
+		*ob = -*ob;
+	} else {
+		*oc = c;
+		*ob = b;
+	}
+}
+
 /* What the second half of the encoding (encode_tail) needs from the
  * first: the memory map, its parse and the location table.  enc_free
  * frees it. */
@@ -326,8 +348,10 @@ static void enc_free(enc *e)
 
 /* Encode the profile but its mappings, locations and functions into o
  * (memory), and hand e what encode_tail needs to add them (e must be
- * enc_free'd in any case).  o->err on failure. */
-static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
+ * enc_free'd in any case).  o->err on failure.  how: a served profile's
+ * default sample type and window (NULL: a dump's). */
+static void encode(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_how *how,
+		   enc *e)
 {
 	ha_out mo = { NULL, 0, 0, -1, 0 };
 	uint64_t nstr = S_FIXED, nid = 0;
@@ -398,8 +422,8 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 
 	for (size_t i = 0; i < n; i++) {
 		const ha_line *l = &lines[i];
-		if (!l->alloc_count || !l->b->depth)
-			continue;
+		if ((!l->alloc_count && !l->free_count) || !l->b->depth)
+			continue;     /* a delta's line may only have frees */
 		uint64_t ids[HA_PROF_DEPTH], v[4];
 		uint32_t depth = l->b->depth < HA_PROF_DEPTH ? l->b->depth : HA_PROF_DEPTH;
 		for (uint32_t d = 0; d < depth; d++)
@@ -410,8 +434,8 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 			memcpy(v, &cv[4 * i], sizeof v);
 		} else {
 			unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
-			unsample(l->alloc_count - l->free_count, l->alloc_bytes - l->free_bytes,
-				 r, &v[2], &v[3]);
+			unsample_signed(l->alloc_count - l->free_count,
+					l->alloc_bytes - l->free_bytes, r, &v[2], &v[3]);
 		}
 		unsigned char t[1024], lab[32];
 		pb_buf m = { t, 0, sizeof t, 0 };
@@ -419,7 +443,8 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 		pb_packed(&m, PB_SAMPLE_VALUE, v, 4);
 		pb_buf lb = { lab, 0, sizeof lab, 0 };
 		pb_int(&lb, PB_LABEL_KEY, S_BYTES);
-		pb_int(&lb, PB_LABEL_NUM, l->alloc_bytes / l->alloc_count);
+		pb_int(&lb, PB_LABEL_NUM, l->alloc_count ? l->alloc_bytes / l->alloc_count
+						       : l->free_bytes / l->free_count);
 		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
 		if (r > 1) {
 			/* the site's relative standard error, of what is in use
@@ -458,12 +483,18 @@ static void encode(ha_out *o, int64_t r, const ha_lineset *set, enc *e)
 	clock_gettime(CLOCK_REALTIME, &now);
 	unsigned char t[64 + 4 * COMMENTS_MAX];
 	pb_buf m = { t, 0, sizeof t, 0 };
-	pb_int(&m, PB_PROFILE_TIME_NANOS, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	if (how && how->duration_ns > 0)     /* a delta is stamped with its start, as Go does */
+		now_ns -= (uint64_t)how->duration_ns;
+	pb_int(&m, PB_PROFILE_TIME_NANOS, now_ns);
+	if (how && how->duration_ns > 0)
+		pb_int(&m, PB_DURATION_NANOS, (uint64_t)how->duration_ns);
 	ha_out_bytes(o, (const char *)t, m.len);
 	value_type(o, PB_PROFILE_PERIOD_TYPE, S_SPACE, S_BYTES);
 	m.len = 0;
 	pb_int(&m, PB_PROFILE_PERIOD, (uint64_t)(r > 1 ? r : 1));
-	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE, S_INUSE_SPACE);
+	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE,
+	       how && how->alloc_default ? S_ALLOC_SPACE : S_INUSE_SPACE);
 	for (int i = 0; i < nc; i++)
 		pb_int(&m, PB_PROFILE_COMMENT, S_FIXED + (uint64_t)i);
 	ha_out_bytes(o, (const char *)t, m.len);
@@ -741,10 +772,10 @@ static void fill_gz(ha_out *f, void *arg)
 }
 
 /* The profile without names, under ha_prof_dump_lock, into o. */
-static void encode_all(ha_out *o, int64_t r, const ha_lineset *set)
+static void encode_all(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
 {
 	enc e;
-	encode(o, r, set, &e);
+	encode(o, r, set, how, &e);
 	if (!o->err)
 		encode_tail(o, &e, NULL);
 	enc_free(&e);
@@ -753,7 +784,7 @@ static void encode_all(ha_out *o, int64_t r, const ha_lineset *set)
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 {
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode_all(&o, r, set);
+	encode_all(&o, r, set, NULL);
 	int err = o.err;
 	if (!err) {
 		struct gz_job j = { o.buf, o.len };
@@ -766,8 +797,13 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 
 int ha_pprof_mem(ha_out *gz, int64_t r)
 {
+	return ha_pprof_mem_from(gz, r, NULL, NULL);
+}
+
+int ha_pprof_mem_from(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
+{
 	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode_all(&o, r, NULL);
+	encode_all(&o, r, set, how);
 	int err = o.err;
 	if (!err)
 		err = gzip_to(gz, o.buf, o.len);
@@ -780,7 +816,7 @@ int ha_pprof_mem(ha_out *gz, int64_t r)
  * and the location table under ha_prof_dump_lock; the lookups with only
  * the plugin's lock; the locations, functions and gzip under the dump lock
  * again (ha_dump_mem's reserve is the lock's). */
-int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set)
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
 {
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
@@ -797,9 +833,10 @@ int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set)
 	enc e;
 	memset(&e, 0, sizeof e);
 	ha_lock(&ha_prof_dump_lock);
-	int err = ha_prof_running() ? 0 : ENOENT;
+	int err = ha_prof_running() && (!how || !how->gen || how->gen == ha_prof_generation())
+		  ? 0 : ENOENT;
 	if (!err) {
-		encode(&o, r, set, &e);
+		encode(&o, r, set, how, &e);
 		err = o.err;
 	}
 	ha_unlock(&ha_prof_dump_lock);

@@ -27,6 +27,7 @@
  *   (session.h: the state those five share; theirs only)
  *   helper.c       the helper thread: time, signal and queued threshold dumps
  *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
+ *   http.c         HEAP_PROFILE_HTTP: /debug/pprof/heap and /allocs (polled by helper)
  *   api.c          public API (heapalloc_*) and the gperftools API
  *
  * Synchronization (lock order, outermost first):
@@ -162,6 +163,9 @@ typedef struct ha_prof_options {
 	int64_t symbolize;        /* HEAP_PROFILE_SYMBOLIZE: names in served profiles */
 	int64_t calibrate;        /* HEAP_PROFILE_CALIBRATE: scale estimates to the books */
 	int64_t seed;             /* HEAP_PROFILE_SEED: the sampler's seed, 0 its own */
+	const char *http;         /* HEAP_PROFILE_HTTP: the address to serve on, or NULL */
+	const char *http_addr_file; /* HEAP_PROFILE_HTTP_ADDR_FILE: the bound address goes there */
+	int64_t http_root;        /* HEAPALLOC_HTTP_ROOT: the serving ancestor's pid, 0 none */
 } ha_prof_options;
 #define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
 #define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
@@ -437,14 +441,22 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
 /* The same bytes (the live table) appended to gz, a memory sink (fd -1):
  * ha_dump_mem memory, so the caller raw-frees gz->buf.  0 or errno. */
 int ha_pprof_mem(ha_out *gz, int64_t r);
-/* The same profile of set's lines (NULL: the live table) with function
- * names, file:line and inlined frames filled in (libheapalloc-sym.so,
+/* How a served profile differs from a dump's (prof/http.c). */
+typedef struct ha_pprof_how {
+	int alloc_default;        /* default sample type alloc_space, not inuse_space */
+	int64_t duration_ns;      /* a delta's window (duration_nanos), 0 none */
+	uint32_t gen;             /* set's buckets are of this session (ha_prof_generation), 0 any */
+} ha_pprof_how;
+/* The same from set's lines (NULL: the live table); how may be NULL; no names. */
+int ha_pprof_mem_from(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how);
+/* The same profile of set's lines (NULL: the live table; how as above, may
+ * be NULL) with function names, file:line and inlined frames filled in (libheapalloc-sym.so,
  * loaded by prof/names.c; addresses only when it cannot be loaded, or
  * under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
  * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
  * from the helper thread or an API call, never inside malloc.  0, ENOENT
  * when profiling is off, or errno. */
-int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set);
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how);
 
 /* ---- names.c ------------------------------------------------------------- */
 /* The symboliser plugin's lock: held around every call into it, taken
@@ -501,6 +513,9 @@ int ha_prof_running(void);
 int64_t ha_prof_rate(void);
 /* The session counts requested bytes (HEAP_PROFILE_EXACT_TOTALS). */
 int ha_prof_compat(void);
+/* Bumped by every start: a bucket seen under one value is alive while it
+ * holds (a served delta's check that the session did not restart). */
+uint32_t ha_prof_generation(void);
 uint64_t ha_prof_dumps(void);
 uint64_t ha_prof_samples(void);
 /* (ha_prof_prefork, ha_prof_postfork: alloc/hooks.h) */
@@ -540,6 +555,19 @@ void ha_helper_flush(void);
 /* Wake this process's helper to write a queued dump: 0, or ESRCH when it
  * has none (the caller writes the dump itself).  Never blocks; keeps errno. */
 int ha_helper_wake(void);
+
+/* ---- http.c ---------------------------------------------------------------- */
+/* HEAP_PROFILE_HTTP: bind and listen on addr (no lock held, before the
+ * helper starts); 0, or an errno after one stderr line. */
+int ha_http_start(const char *addr);
+/* The helper's poll loop: up to HA_HTTP_NFDS descriptors into p (their
+ * count), *to_ms lowered to the nearest deadline; then the results. */
+#define HA_HTTP_NFDS 9
+struct pollfd;
+int ha_http_poll_set(struct pollfd *p, int max, int64_t *to_ms);
+void ha_http_poll_done(const struct pollfd *p, int n);
+void ha_http_postfork_child(void);   /* the child does not serve */
+void ha_http_exit(void);             /* remove a unix socket we bound */
 
 /* ---- memwatch.c ---------------------------------------------------------- */
 /* At profiling start (no lock held): read the options, the start RSS and

@@ -14,6 +14,7 @@
 #endif
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,10 +51,23 @@ int ha_prof_compat(void)
 	return ha_session.compat;
 }
 
-int ha_prof_start(const char *prefix, int from_env)
+uint32_t ha_prof_generation(void)
 {
-	if (!prefix || !*prefix)
+	return __atomic_load_n(&ha_session.gen, __ATOMIC_ACQUIRE);
+}
+
+/* prefix NULL: the file-less session of HEAP_PROFILE_HTTP alone, which
+ * samples for the endpoint and writes nothing (no dumps, log, peak). */
+static int start(const char *prefix, int from_env)
+{
+	int files = prefix != NULL;
+	if (!files)
+		prefix = "";
+	else if (!*prefix)
 		return EINVAL;
+	/* a start with files replaces the endpoint's file-less session */
+	if (files && ha_prof_running() && ha_session.nofiles)
+		ha_prof_stop();
 	size_t pl = strlen(prefix);
 	if (pl > HA_PREFIX_MAX) {
 		ha_log("heapalloc: HEAPPROFILE prefix is too long (%zu bytes, at most %d); "
@@ -70,9 +84,10 @@ int ha_prof_start(const char *prefix, int from_env)
 	/* the helper writes the default mode's threshold dumps: started before
 	 * the books' baseline, so that its thread's own start-up memory is not
 	 * part of the program's profile */
-	int queue = !ha_prof_opt.exact_totals && (ha_prof_opt.alloc_interval > 0 ||
+	int queue = files && !ha_prof_opt.exact_totals && (ha_prof_opt.alloc_interval > 0 ||
 			ha_prof_opt.dealloc_interval > 0 || ha_prof_opt.inuse_interval > 0);
-	if ((queue || ha_prof_timeline_on()) && !ha_prof_running())
+	if ((queue || (files && ha_prof_opt.timeline_ms > 0 && !ha_prof_opt.exact_totals)) &&
+	    !ha_prof_running())
 		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal, queue);
 	ha_lock(&ha_prof_dump_lock);
 	if (ha_session.running) {
@@ -103,29 +118,33 @@ int ha_prof_start(const char *prefix, int from_env)
 	ha_session.r = ha_prof_opt.sample_interval;
 	if (ha_prof_opt.seed)
 		ha_sampler_seed((uint64_t)ha_prof_opt.seed);
-	ha_session.a_int = ha_prof_opt.alloc_interval;
-	ha_session.d_int = ha_prof_opt.dealloc_interval;
-	ha_session.i_int = ha_prof_opt.inuse_interval;
+	ha_session.nofiles = !files;
+	ha_session.a_int = files ? ha_prof_opt.alloc_interval : 0;
+	ha_session.d_int = files ? ha_prof_opt.dealloc_interval : 0;
+	ha_session.i_int = files ? ha_prof_opt.inuse_interval : 0;
 	ha_session.compat = ha_prof_opt.exact_totals != 0;
 	ha_books(ha_session.base, ha_session.base_req);
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
 	ha_session.rec[0] = ha_session.rec[1] = 0;
-	ha_peak_reset(ha_prof_opt.peak_interval, ha_session.r);
+	ha_peak_reset(files ? ha_prof_opt.peak_interval : 0, ha_session.r);
 	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);
-	if (from_env && ha_prof_opt.cleanup)
+	if (files && from_env && ha_prof_opt.cleanup)
 		ha_naming_cleanup();
 	char lp[HA_PREFIX_MAX + 64];
 	ha_naming_log(lp, sizeof lp);
-	ha_dumplog_start(lp);
+	if (files)
+		ha_dumplog_start(lp);
 	__atomic_fetch_add(&ha_session.gen, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&ha_session.running, 1, __ATOMIC_RELEASE);
 	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_session.r <= 1);
 	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0);
 	/* gperftools' line, once per process tree: a descendant started by
 	 * the environment names its command in its own log instead */
-	if (!from_env || !ha_prof_opt.profile_root)
+	if (!files)
+		;                         /* the endpoint's: no files, no line */
+	else if (!from_env || !ha_prof_opt.profile_root)
 		ha_log("Starting tracking the heap\n");
 	else
 		ha_dumplog_command(lp);
@@ -138,10 +157,16 @@ int ha_prof_start(const char *prefix, int from_env)
 	/* the helper thread runs only when something needs it: time or signal
 	 * dumps, RSS dumps, a memory limit to dump before, or (above) threshold
 	 * dumps to write */
-	if (ha_memwatch_start() || ha_prof_opt.time_interval > 0 || ha_prof_opt.signal > 0)
+	if (files && (ha_memwatch_start() || ha_prof_opt.time_interval > 0 ||
+		      ha_prof_opt.signal > 0))
 		ha_helper_start(ha_prof_opt.time_interval, (int)ha_prof_opt.signal, 0);
 	ha_prof_busy = busy;
 	return 0;
+}
+
+int ha_prof_start(const char *prefix, int from_env)
+{
+	return prefix ? start(prefix, from_env) : EINVAL;
 }
 
 void ha_prof_stop(void)
@@ -198,6 +223,7 @@ void ha_prof_postfork(int child)
 		ha_objmap_postfork_child();
 		ha_helper_postfork_child();
 		ha_names_postfork_child();
+		ha_http_postfork_child();
 		/* the parent's crossings and queued dump are the parent's to
 		 * report and write */
 		ha_session.folded = ha_session.qfolded = 0;
@@ -226,7 +252,8 @@ void ha_prof_postfork(int child)
 
 static void exit_dump(void)
 {
-	if (!ha_prof_running())
+	ha_http_exit();
+	if (!ha_prof_running() || ha_session.nofiles)
 		return;
 	ha_helper_flush();        /* a signal just before exit keeps its dump */
 	uint64_t t[2];
@@ -249,12 +276,34 @@ __attribute__((constructor(201))) static void ha_prof_ctor(void)
 {
 	ha_options_load();
 	atexit(exit_dump);
-	if (!ha_prof_opt.prefix)
+	/* HEAP_PROFILE_HTTP: not in a descendant of the process that serves
+	 * (the address is its), nor where the environment is not trusted */
+	int http = ha_prof_opt.http && (!ha_prof_opt.http_root ||
+					ha_prof_opt.http_root == (int64_t)getpid());
+	if (!ha_prof_opt.prefix && !http)
 		return;
-	if (getuid() != geteuid() || getgid() != getegid()) {
-		ha_log("heapalloc: HEAPPROFILE ignored in a setuid/setgid program\n");
-		return;
+	int setuid = getuid() != geteuid() || getgid() != getegid();
+	if (http && (setuid || getauxval(AT_SECURE))) {
+		ha_log("heapalloc: HEAP_PROFILE_HTTP ignored in a setuid/setgid program\n");
+		http = 0;
 	}
-	if (ha_prof_start(ha_prof_opt.prefix, 1) == 0)
-		ha_naming_mark_descendants();
+	/* the endpoint's helper before the books' baseline: its thread's
+	 * start-up memory is not the program's */
+	int files = ha_prof_opt.prefix && !setuid;   /* the helper's time and signal dumps */
+	if (http && ha_http_start(ha_prof_opt.http) != 0)
+		http = 0;
+	else if (http && ha_helper_start(files ? ha_prof_opt.time_interval : 0,
+					 files ? (int)ha_prof_opt.signal : 0, 0) != 0) {
+		ha_http_exit();               /* nobody would answer: let the address go */
+		ha_http_postfork_child();
+		http = 0;
+	}
+	if (ha_prof_opt.prefix && setuid) {
+		ha_log("heapalloc: HEAPPROFILE ignored in a setuid/setgid program\n");
+	} else if (ha_prof_opt.prefix) {
+		if (ha_prof_start(ha_prof_opt.prefix, 1) == 0)
+			ha_naming_mark_descendants();
+	}
+	if (http && !ha_prof_running())
+		start(NULL, 1);
 }

@@ -22,6 +22,7 @@
  * queued dump and the counters.  Defined in session.c. */
 struct ha_session {
 	int running;
+	int nofiles;              /* HEAP_PROFILE_HTTP alone: sampling, no files */
 	int use_pid;              /* HEAPPROFILE_USE_PID applied to this start */
 	pid_t root_pid;           /* the process that writes PREFIX.NNNN.heap */
 	pid_t cur_pid;
