@@ -6,7 +6,9 @@
 # frees, ?debug=1 the text form; the index, 404, 405, 400; no files and no
 # stderr line; a bind failure is one line and the program runs on; a fork
 # child does not keep the socket, an exec'd descendant does not serve; a
-# unix socket serves the same and is removed at exit.
+# unix socket serves the same and is removed at exit.  With the program's
+# binary deleted, go tool pprof on the URL alone names every site, with its
+# file:line (the profile carries its names: libheapalloc-sym.so).
 . "$top_srcdir/tests/prof_lib.sh"
 H="$top_builddir/tests/prof_http"
 C="$top_srcdir/tests/prof_http_client.py"
@@ -205,5 +207,33 @@ if "$PY" -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))'
 	case $A in '[::1]:'[1-9]*) ;; *) fail "v6 address '$A'" ;; esac
 	eq "v6 heap" "$(req GET /debug/pprof/heap)" 200
 	stop v
+fi
+
+# the binary gone: pprof, given nothing but the URL, names the sites
+if [ -n "$GO" ] && [ -x "$GO" ]; then
+	mkdir "$tmp/gone"
+	cp "$H" "$tmp/gone/prog" || exit 99
+	Hkeep=$H
+	H="$tmp/gone/prog"
+	serve g 127.0.0.1:0
+	rm -f "$tmp/gone/prog"
+	U="http://$A/debug/pprof"
+	# urltop INDEX URL NAME — as top, with no binary
+	urltop() {
+		"$GO" tool pprof -top -unit=B -nodefraction=0 -nodecount=100000 -sample_index="$1" \
+			"$2" 2>"$tmp/pprof.err" |
+			awk -v n="$3" '$NF == n { v = $1; sub(/B$/, "", v); print v; found = 1; exit }
+				END { if (!found) print 0 }'
+	}
+	eq "deleted: http_keep inuse" "$(urltop inuse_space "$U/heap" http_keep)" 1000000
+	eq "deleted: http_new inuse (C++)" "$(urltop inuse_space "$U/heap" http_new)" 1000000
+	eq "deleted: http_free alloc" "$(urltop alloc_space "$U/allocs" http_free)" 1000000
+	line=$(grep -n 'keep\[i\] = malloc(1000);' "$top_srcdir/tests/prof_http.c" | cut -d: -f1)
+	"$GO" tool pprof -top -lines -nodefraction=0 "$U/heap" 2>/dev/null |
+		grep -q "http_keep .*prof_http\.c:$line\$" ||
+		fail "deleted: no http_keep prof_http.c:$line in: $("$GO" tool pprof -top -lines "$U/heap" 2>&1 | head -12)"
+	stop g
+	eq "deleted: exit status" "$RC" 0
+	H=$Hkeep
 fi
 finish
