@@ -149,13 +149,34 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 	 * that a calibrated profile adds up to the figure printed beside it */
 	uint64_t t[2];
 	ha_prof_totals(t);
+	/* and one snapshot of the table for both files: the program allocates
+	 * on while the helper writes.  Recording everything, the figure is
+	 * the snapshot's own sum, so that the files add up to it exactly. */
+	size_t nl = 0;
+	int own = 0;
+	const ha_line *snap = ha_lines_of(NULL, &nl, &own);
+	if (snap && ha_session.r <= 1 && !ha_session.compat) {
+		t[0] = t[1] = 0;
+		for (size_t i = 0; i < nl; i++)
+			if (snap[i].alloc_count && snap[i].b->depth) {
+				t[0] += snap[i].alloc_bytes;
+				t[1] += snap[i].free_bytes;
+			}
+	}
+	ha_lineset set = { snap, nl, 1, { t[0], t[1] } };
 	ha_calib_hold(t);
 	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
 		if (!(fmt & k))
 			continue;
 		const char *f = k == HA_FORMAT_TEXT ? path : pb;
 		ha_log("Dumping heap profile to %s (%s)\n", f, reason);
-		int e = k == HA_FORMAT_TEXT ? ha_writer_file(f, ha_session.r) : ha_pprof_file(f, ha_session.r);
+		int e;
+		if (!snap && nl)      /* no memory for the snapshot: from the table */
+			e = k == HA_FORMAT_TEXT ? ha_writer_file(f, ha_session.r)
+						: ha_pprof_file(f, ha_session.r);
+		else
+			e = k == HA_FORMAT_TEXT ? ha_writer_file_from(f, ha_session.r, &set)
+						: ha_pprof_file_from(f, ha_session.r, &set);
 		if (e)
 			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
 			       errno_name(e), e);
@@ -166,6 +187,8 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 		err = err ? err : e;
 	}
 	ha_calib_hold(NULL);
+	if (snap && own)
+		ha_dump_mem_free((void *)snap);
 	if (!err)
 		ha_session.written++;
 	ha_peak_dump(t);   /* never below a dump's in use */
