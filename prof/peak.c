@@ -5,8 +5,8 @@
  * allocator is asked to report the next free that may lower it
  * (ha_alloc_watch_frees); that free calls ha_prof_turn before its block
  * leaves the profile or the books, and the stack table is copied then, at
- * the high itself.  With every allocation recorded the copy is the peak
- * exactly; sampled, it is the samples live at the peak.
+ * the high itself.  With every allocation recorded the copy is exact at
+ * the turn it is taken; sampled, it is the samples live then.
  *
  * The first copy is due once in use reaches HEAP_PROFILE_PEAK_INTERVAL (a
  * program that never holds 16 MiB has no peak file), each later one a
