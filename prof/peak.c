@@ -10,7 +10,7 @@
  *
  * The first copy is due once in use reaches HEAP_PROFILE_PEAK_INTERVAL (a
  * program that never holds 16 MiB has no peak file), each later one a
- * step past the last copy's in use (mark): max(64 KiB, mark / 128).  A heap
+ * step past the last turn's copy (step_mark): max(64 KiB, mark / 128).  A heap
  * that wavers upward is copied at most every 0.8% of its height (about 89
  * copies per doubling, each a pass over the buckets into a reused buffer),
  * and a turn less than a step above the last copy leaves the copy within
@@ -50,10 +50,17 @@ static ha_plock peak_lock = HA_PLOCK_INIT;
 static struct {
 	uint64_t first;           /* HEAP_PROFILE_PEAK_INTERVAL; 0: off */
 	uint64_t gap;             /* allocation between checks, at least */
-	uint64_t mark;            /* in use at the copy (atomic: read by the checks) */
+	uint64_t mark;            /* in use at the copy */
+	uint64_t step_mark;       /* in use at the last turn's copy, which the steps
+				   * count from (atomic: read by the checks); a
+				   * dump's copy does not move it, so a dump just
+				   * below the high cannot keep the turn from
+				   * copying the high itself */
 	copy *cur, *spare;        /* the copy, and a buffer for the next */
 	copy *writing;            /* being written (ha_peak_write) */
 	uint64_t version, written;
+	struct timespec at;       /* when the copy was taken, and ha_prof_totals then */
+	uint64_t at_t[2];
 	uint64_t high;            /* highest in use seen (atomic); kept past a stop */
 	int armed;                /* the turn is watched for (atomic) */
 	int live;                 /* a table to copy: from reset to drop */
@@ -104,7 +111,8 @@ uint64_t ha_peak_high(void)
 void ha_peak_arm(uint64_t inuse)
 {
 	ha_peak_see(inuse);
-	if (!K.first || inuse < due(__atomic_load_n(&K.mark, __ATOMIC_RELAXED)))
+	if (!K.first || inuse < due(__atomic_load_n(&K.step_mark, __ATOMIC_RELAXED)) ||
+	    inuse <= __atomic_load_n(&K.mark, __ATOMIC_RELAXED))
 		return;
 	if (!__atomic_exchange_n(&K.armed, 1, __ATOMIC_ACQ_REL))
 		ha_alloc_watch_frees(1);
@@ -118,7 +126,7 @@ int64_t ha_peak_room(uint64_t inuse)
 {
 	if (!K.first)
 		return INT64_MAX;
-	uint64_t mark = __atomic_load_n(&K.mark, __ATOMIC_RELAXED);
+	uint64_t mark = __atomic_load_n(&K.step_mark, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&K.armed, __ATOMIC_RELAXED) && inuse > mark)
 		mark = inuse;
 	uint64_t d = due(mark);
@@ -138,6 +146,9 @@ static int take(const uint64_t t[2])
 		if (c && n <= c->cap) {
 			ha_table_unlock();
 			c->n = n;
+			clock_gettime(CLOCK_REALTIME, &K.at);
+			K.at_t[0] = t[0];
+			K.at_t[1] = t[1];
 			c->books[0] = t[0];
 			c->books[1] = t[0] > inuse ? t[0] - inuse : 0;
 			K.spare = K.cur != K.writing ? K.cur : NULL;
@@ -166,8 +177,9 @@ void ha_peak_turn(const uint64_t t[2])
 	ha_plock_lock(&peak_lock);
 	if (K.live) {
 		ha_peak_see(inuse);
-		if (K.first && inuse >= due(K.mark))
-			take(t);
+		if (K.first && inuse >= due(K.step_mark) && (!K.cur || inuse > K.mark) &&
+		    take(t) == 0)
+			__atomic_store_n(&K.step_mark, inuse, __ATOMIC_RELAXED);
 	}
 	disarm();
 	ha_plock_unlock(&peak_lock);
@@ -258,6 +270,7 @@ void ha_peak_drop(void)
 		ha_raw_free(K.spare);
 	K.cur = K.spare = K.writing = NULL;
 	__atomic_store_n(&K.mark, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&K.step_mark, 0, __ATOMIC_RELAXED);
 	K.version++;
 	ha_plock_unlock(&peak_lock);
 }
@@ -273,4 +286,19 @@ void ha_peak_postfork(int child)
 		ha_plock_init(&peak_lock);
 	else
 		ha_plock_unlock(&peak_lock);
+}
+
+int ha_peak_taken(uint64_t *version, struct timespec *at, uint64_t t[2])
+{
+	int fresh = 0;
+	ha_plock_lock(&peak_lock);
+	if (K.cur && K.version != *version) {
+		*version = K.version;
+		*at = K.at;
+		t[0] = K.at_t[0];
+		t[1] = K.at_t[1];
+		fresh = 1;
+	}
+	ha_plock_unlock(&peak_lock);
+	return fresh;
 }
