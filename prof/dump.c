@@ -50,12 +50,14 @@ int ha_prof_timeline_on(void)
  * gets a row of the old totals at the previous tick, so a chart holds the
  * level flat instead of sloping across the pause.  Its seq is the last
  * dump's number.  Skipped while a dump is being written (which writes a
- * row of its own). */
+ * row of its own).  A peak copy taken since the last tick gets a row of its
+ * own, at its moment, before the tick's. */
 static struct {
 	uint64_t last[2];         /* the totals of the last row */
 	pid_t pid;                /* the process they are of */
 	int still;                /* the heap has not moved since that row */
 	struct timespec prev;     /* the last tick */
+	uint64_t peak_version;    /* the peak copy the timeline has a row of */
 } row;
 
 /* The heap moves again (or a dump comes) after standing still: the old
@@ -67,22 +69,41 @@ static void timeline_hold(const char *lp, uint64_t seq)
 	row.still = 0;
 }
 
+/* A peak copy taken since the last row: a row at its moment, so that the
+ * timeline's highest point is the peak, not the nearest tick.  1 if one
+ * was written.  Caller holds ha_prof_dump_lock. */
+static int peak_row(const char *lp, uint64_t seq)
+{
+	struct timespec at;
+	uint64_t t[2];
+	if (!ha_prof_timeline_on() || !ha_peak_taken(&row.peak_version, &at, t) ||
+	    at.tv_sec < row.prev.tv_sec ||
+	    (at.tv_sec == row.prev.tv_sec && at.tv_nsec <= row.prev.tv_nsec))
+		return 0;
+	timeline_hold(lp, seq);
+	ha_dumplog_row(lp, seq, t, NULL, "timeline", &at);
+	row.prev = at;
+	return 1;
+}
+
 void ha_prof_timeline_row(void)
 {
 	if (!ha_prof_running() || !ha_trylock(&ha_prof_dump_lock))
 		return;
+	char lp[HA_PREFIX_MAX + 64];
+	ha_naming_log(lp, sizeof lp);
+	if (row.pid != getpid()) {
+		row.pid = getpid();
+		row.still = 0;
+		row.last[0] = row.last[1] = ~(uint64_t)0;
+	}
+	if (peak_row(lp, ha_session.ndumps))
+		row.last[0] = row.last[1] = ~(uint64_t)0;   /* the tick's row follows */
 	uint64_t t[2];
 	ha_prof_totals(t);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	char lp[HA_PREFIX_MAX + 64];
-	if (row.pid != getpid()) {
-		row.pid = getpid();
-		row.still = 0;
-		row.last[0] = ~t[0];
-	}
 	if (t[0] != row.last[0] || t[1] != row.last[1]) {
-		ha_naming_log(lp, sizeof lp);
 		timeline_hold(lp, ha_session.ndumps);
 		row.last[0] = t[0];
 		row.last[1] = t[1];
@@ -204,6 +225,7 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 	char lp[HA_PREFIX_MAX + 64];
 	ha_naming_log(lp, sizeof lp);
 	timeline_hold(lp, ha_session.ndumps - 1);   /* rows before this dump */
+	peak_row(lp, ha_session.ndumps - 1);
 	ha_dumplog_line(lp, ha_session.ndumps, t, written, reason);
 	ha_naming_retain(ha_session.ndumps, ok);
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);

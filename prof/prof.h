@@ -375,6 +375,9 @@ void ha_peak_turn(const uint64_t t[2]);
 /* A dump sees the totals t: copy when its in use is above the copy's (under
  * the dump lock). */
 void ha_peak_dump(const uint64_t t[2]);
+/* A copy taken since *version (the last call's): 1, with when it was
+ * taken and ha_prof_totals then (for the timeline's row at the peak). */
+int ha_peak_taken(uint64_t *version, struct timespec *at, uint64_t t[2]);
 /* Write the peak copy as PATH (text) and/or PB (pprof) if it changed
  * since the last write; 0 or the first errno.  *written: files written. */
 int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *written);

@@ -7,7 +7,8 @@
 # books) within 1% and no less than any dump; every .stats explains
 # >= 93% of RSS in lines that add up (the first dump, at 24 MiB, reads
 # 94%: fresh spans and buffers SQLite never touched; later ones 97-99%);
-# the timeline starts within the first 300 ms.
+# the timeline starts within the first 300 ms, in time order, with a row
+# at the peak copy.
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
 SQLITE=$(command -v sqlite3 || true)
@@ -95,13 +96,18 @@ explained() {
 	done
 }
 
-# timeline DIR — rows from the first 300 ms, at least 5
+# timeline DIR — rows from the first 300 ms, at least 5, one at the peak
 timeline() {
 	first=$(rows "$1/p.log" | head -1 | cut -f2)
 	awk -v a="$(cat "$1/t0")" -v b="$first" 'BEGIN { exit !(b - a <= 0.3) }' ||
 		fail "$1: first timeline row $first, started $(cat "$1/t0")"
 	nt=$(rows "$1/p.log" | awk -F'\t' '$8 == "timeline"' | wc -l)
 	[ "$nt" -ge 5 ] || fail "$1: $nt timeline rows"
+	# a row at the peak copy: the chart's highest point is the peak
+	high=$(rows "$1/p.log" | cut -f5 | sort -n | tail -1)
+	tp=$(sed -n 's/^# peak: \([0-9]*\) bytes in use at the peak.*/\1/p' "$1/p.log" | tail -1)
+	near "$1: the timeline's highest row against the true peak" "$high" "$tp" 1
+	eq "$1: rows in time order" "$(rows "$1/p.log" | awk -F'\t' 'p > $2 { print p, $2 } { p = $2 }')" ""
 }
 
 # 1. sampled (the default interval)
