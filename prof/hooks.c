@@ -65,6 +65,7 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		} else {            /* no room to remember it: undo the count */
 			__atomic_fetch_sub(&b->alloc_count, 1, __ATOMIC_RELAXED);
 			__atomic_fetch_sub(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+			ha_peak_touch(b);
 		}
 	}
 	ha_table_unlock();

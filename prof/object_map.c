@@ -158,6 +158,7 @@ static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t 
 		ha_bucket *ob = ha_table_bucket((uint32_t)(st->s[j].key >> ADDR_BITS));
 		__atomic_fetch_add(&ob->free_bytes, st->s[j].req, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&ob->free_count, 1, __ATOMIC_RELEASE);
+		ha_peak_touch(ob);
 	}
 	st->s[j].key = a | (uint64_t)b->idx << ADDR_BITS;
 	st->s[j].req = req;
@@ -209,6 +210,7 @@ int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, 
 	}
 	__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+	ha_peak_touch(b);
 	put(st, h, p, b, req);
 	ha_plock_unlock(&st->lock);
 	return 1;
@@ -224,6 +226,7 @@ int ha_objmap_count(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, s
 	if (b) {
 		__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+		ha_peak_touch(b);
 		*idx = b->idx;
 	}
 	ha_plock_unlock(&st->lock);
@@ -239,6 +242,7 @@ void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session
 	if (b) {
 		__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
+		ha_peak_touch(b);
 	}
 	ha_plock_unlock(&st->lock);
 }
@@ -282,6 +286,7 @@ int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes)
 	 * them all before freeing the table) */
 	__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
+	ha_peak_touch(b);
 	ha_plock_unlock(&st->lock);
 	if (bytes)
 		*bytes = req;

@@ -19,6 +19,12 @@
  * The highest in use the books saw (ha_peak_high) is what the message and
  * the dump log report as the peak.
  *
+ * Recording every allocation (not in compatibility mode) the copy is an
+ * image kept bucket by bucket instead: a change to a bucket marks it
+ * (ha_peak_touch), the turn rereads the marked buckets only, so a turn can
+ * copy at every new high and the copy is the peak exactly, for a heap that
+ * climbs in small teeth too.  The writer writes a snapshot of the image.
+ *
  * Owns peak_lock: taken by the freeing thread at the turn, by a dump, and
  * by the peak's writer only to pick up and hand back a copy (lock order
  * in prof/prof.h: after the dump lock, before the table lock).  Two copy
@@ -28,6 +34,8 @@
  */
 #include "prof/prof.h"
 #include "prof/session.h"
+#include <sched.h>
+#include <string.h>
 
 typedef struct copy {
 	size_t cap, n;            /* lines room, lines filled */
@@ -47,6 +55,19 @@ typedef struct copy {
 
 static ha_plock peak_lock = HA_PLOCK_INIT;
 
+int ha_peak_inc;                  /* the image is kept by marks (atomic) */
+/* Marked buckets, idx + 1 each, in the order marked; raw memory allocated
+ * once and never freed (a marking thread may be inside it at a stop).  A
+ * full list, or a slot whose marker never came back (a fork), has the next
+ * turn reread every bucket. */
+#define MARKS_CAP ((size_t)1 << 16)
+static struct {
+	uint32_t *list;
+	uint64_t n;               /* slots taken (atomic) */
+	uint64_t done;            /* slots read back (peak_lock) */
+	int over;                 /* reread everything (atomic) */
+} D;
+
 static struct {
 	uint64_t first;           /* HEAP_PROFILE_PEAK_INTERVAL; 0: off */
 	uint64_t gap;             /* allocation between checks, at least */
@@ -64,6 +85,7 @@ static struct {
 	uint64_t high;            /* highest in use seen (atomic); kept past a stop */
 	int armed;                /* the turn is watched for (atomic) */
 	int live;                 /* a table to copy: from reset to drop */
+	int image_ok;             /* K.cur is the image, up to date but marks */
 } K;
 
 /* In use past which a copy is due: the first at HEAP_PROFILE_PEAK_INTERVAL
@@ -72,6 +94,8 @@ static uint64_t due(uint64_t mark)
 {
 	if (!mark)
 		return K.first;
+	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED))
+		return mark + 1;      /* the image: every new high */
 	uint64_t rel = mark >> 7;
 	return mark + (rel > PEAK_MIN_STEP ? rel : PEAK_MIN_STEP);
 }
@@ -91,6 +115,16 @@ void ha_peak_reset(int64_t interval, int64_t rate)
 	K.version = K.written = 0;
 	__atomic_store_n(&K.high, 0, __ATOMIC_RELAXED);
 	K.live = 1;
+	K.image_ok = 0;
+	if (rate <= 1 && !ha_prof_compat() && K.first && !D.list)
+		D.list = ha_raw_malloc(MARKS_CAP * sizeof *D.list);
+	if (rate <= 1 && !ha_prof_compat() && K.first && D.list) {
+		memset(D.list, 0, MARKS_CAP * sizeof *D.list);
+		__atomic_store_n(&D.n, 0, __ATOMIC_RELAXED);
+		D.done = 0;
+		__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&ha_peak_inc, 1, __ATOMIC_RELEASE);
+	}
 	ha_plock_unlock(&peak_lock);
 }
 
@@ -126,6 +160,8 @@ int64_t ha_peak_room(uint64_t inuse)
 {
 	if (!K.first)
 		return INT64_MAX;
+	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED) && K.cur)
+		return INT64_MAX;     /* each record checks (prof/hooks.c) */
 	uint64_t mark = __atomic_load_n(&K.step_mark, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&K.armed, __ATOMIC_RELAXED) && inuse > mark)
 		mark = inuse;
@@ -136,8 +172,106 @@ int64_t ha_peak_room(uint64_t inuse)
 
 /* Copy the table into the spare buffer and make it the copy.  peak_lock
  * held.  0, or ENOMEM (the older copy stays). */
+void ha_peak_touch_slow(ha_bucket *b)
+{
+	if (__atomic_exchange_n(&b->dirty, 1, __ATOMIC_ACQ_REL))
+		return;
+	uint64_t i = __atomic_fetch_add(&D.n, 1, __ATOMIC_ACQ_REL);
+	if (i < MARKS_CAP)
+		__atomic_store_n(&D.list[i], b->idx + 1, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&D.over, 1, __ATOMIC_RELEASE);
+}
+
+/* Reread bucket idx into the image: its mark cleared first, so a change
+ * after the read marks it again. */
+static void reread(copy *c, size_t idx)
+{
+	ha_bucket *b = ha_table_bucket_live((uint32_t)idx);
+	if (!b)
+		return;
+	__atomic_store_n(&b->dirty, 0, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ha_table_line(&c->v[idx], b);
+}
+
+/* The image brought up to date: the marked buckets, or all of them.
+ * peak_lock held.  0, or ENOMEM. */
+static int take_image(const uint64_t t[2])
+{
+	size_t nb = ha_table_count();
+	copy *c = K.cur;
+	if (!c || c->cap < nb + 64) {
+		size_t cap = nb + nb / 2 + 1024;
+		copy *g = ha_raw_malloc(sizeof *g + cap * sizeof g->v[0]);
+		if (!g)
+			return ENOMEM;
+		g->cap = cap;
+		g->n = 0;
+		if (c) {
+			memcpy(g->v, c->v, c->n * sizeof c->v[0]);
+			g->n = c->n;
+			ha_raw_free(c);   /* never the writer's: it writes a snapshot */
+		}
+		K.cur = c = g;
+	}
+	for (;;) {
+		uint64_t n = __atomic_load_n(&D.n, __ATOMIC_ACQUIRE);
+		for (; D.done < n && D.done < MARKS_CAP; D.done++) {
+			uint32_t v;
+			int spins = 0;
+			while (!(v = __atomic_load_n(&D.list[D.done], __ATOMIC_ACQUIRE)) &&
+			       ++spins < 1000)
+				sched_yield();   /* its marker is between two stores */
+			if (!v) {
+				__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			__atomic_store_n(&D.list[D.done], 0, __ATOMIC_RELAXED);
+			if (v - 1 < c->cap) {
+				for (size_t k = c->n; k < v - 1; k++)
+					reread(c, k);   /* buckets made since */
+				reread(c, v - 1);
+				if (v > c->n)
+					c->n = v;
+			} else {
+				__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+			}
+		}
+		uint64_t want = n;
+		if (n >= MARKS_CAP)
+			__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(&D.n, &want, 0, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			D.done = 0;
+			break;
+		}
+	}
+	if (!K.image_ok || __atomic_exchange_n(&D.over, 0, __ATOMIC_ACQ_REL)) {
+		nb = ha_table_count();
+		if (nb > c->cap)
+			nb = c->cap;
+		for (size_t k = 0; k < nb; k++)
+			reread(c, k);
+		if (nb > c->n)
+			c->n = nb;
+		K.image_ok = 1;
+	}
+	uint64_t inuse = ha_inuse_of(t);
+	clock_gettime(CLOCK_REALTIME, &K.at);
+	K.at_t[0] = t[0];
+	K.at_t[1] = t[1];
+	c->books[0] = t[0];
+	c->books[1] = t[0] > inuse ? t[0] - inuse : 0;
+	__atomic_store_n(&K.mark, inuse, __ATOMIC_RELAXED);
+	K.version++;
+	return 0;
+}
+
 static int take(const uint64_t t[2])
 {
+	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED))
+		return take_image(t);
 	uint64_t inuse = ha_inuse_of(t);
 	for (int tries = 0; tries < 4; tries++) {
 		copy *c = K.spare;
@@ -228,6 +362,27 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 		ha_plock_unlock(&peak_lock);
 		return 0;
 	}
+	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED)) {
+		/* the image changes under turns: write a snapshot of it */
+		copy *w = K.spare;
+		if (!w || w->cap < c->n) {
+			if (w)
+				ha_raw_free(w);
+			K.spare = NULL;
+			w = ha_raw_malloc(sizeof *w + (c->n + 64) * sizeof w->v[0]);
+			if (!w) {
+				ha_plock_unlock(&peak_lock);
+				return ENOMEM;
+			}
+			w->cap = c->n + 64;
+		}
+		memcpy(w->v, c->v, c->n * sizeof c->v[0]);
+		w->n = c->n;
+		w->books[0] = c->books[0];
+		w->books[1] = c->books[1];
+		K.spare = NULL;
+		c = w;
+	}
 	K.writing = c;
 	ha_plock_unlock(&peak_lock);
 	/* calibrated to the books at the copy, as a dump is to its own */
@@ -262,6 +417,8 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 void ha_peak_drop(void)
 {
 	ha_plock_lock(&peak_lock);
+	__atomic_store_n(&ha_peak_inc, 0, __ATOMIC_RELEASE);
+	K.image_ok = 0;
 	K.live = 0;
 	disarm();
 	if (K.cur)

@@ -247,6 +247,8 @@ typedef struct ha_bucket {
 	uint16_t skey;            /* size key: objects on a line share it */
 	uint16_t depth;
 	uint32_t idx;             /* ha_table_bucket(idx) is this bucket */
+	uint32_t dirty;           /* changed since the peak image read it (peak.c) */
+	uint32_t pad_;
 	uintptr_t pcs[];
 } ha_bucket;
 
@@ -288,6 +290,10 @@ ha_line *ha_table_snapshot(size_t *n);
 /* The same into lines (room for cap): the number of lines, which is more
  * than cap (and nothing copied) when they do not fit.  Table lock held. */
 size_t ha_table_copy(ha_line *lines, size_t cap);
+/* Buckets so far (any thread, no lock). */
+size_t ha_table_count(void);
+/* b's counters into l, as ha_table_copy reads them. */
+void ha_table_line(ha_line *l, const ha_bucket *b);
 uint32_t ha_table_size_key(size_t req);
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops);
 /* Of that memory, the raw chunks the buckets live in (the backing arena's). */
@@ -375,6 +381,22 @@ void ha_peak_turn(const uint64_t t[2]);
 /* A dump sees the totals t: copy when its in use is above the copy's (under
  * the dump lock). */
 void ha_peak_dump(const uint64_t t[2]);
+/* Recording everything, the peak copy is an image kept up to date bucket
+ * by bucket: each change to a bucket's counters marks it (ha_peak_touch,
+ * after the change), and the turn rereads only the marked ones, so it can
+ * copy at every new high and the copy is the peak exactly. */
+extern int ha_peak_inc;
+void ha_peak_touch_slow(ha_bucket *b);
+static inline void ha_peak_touch(ha_bucket *b)
+{
+	if (__builtin_expect(__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED), 0)) {
+		/* the change, then the mark: a turn that clears the mark then
+		 * reads the counters sees the change or leaves the mark set */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&b->dirty, __ATOMIC_RELAXED))
+			ha_peak_touch_slow(b);
+	}
+}
 /* A copy taken since *version (the last call's): 1, with when it was
  * taken and ha_prof_totals then (for the timeline's row at the peak). */
 int ha_peak_taken(uint64_t *version, struct timespec *at, uint64_t t[2]);

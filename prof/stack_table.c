@@ -191,10 +191,11 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 		b->next = *slot;
 		/* publish: lock-free finders see a complete bucket */
 		__atomic_store_n(slot, b, __ATOMIC_RELEASE);
-		nbuckets++;
+		__atomic_store_n(&nbuckets, nbuckets + 1, __ATOMIC_RELEASE);
 	}
 	__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
+	ha_peak_touch(b);
 	return b;
 }
 
@@ -227,19 +228,28 @@ size_t ha_table_copy(ha_line *lines, size_t cap)
 		for (size_t off = 0; off < c->used && k < nbuckets;) {
 			ha_bucket *b = (ha_bucket *)(void *)(c->mem + off);
 			off += carved_size(b->depth);
-			ha_line *l = &lines[k++];
-			l->b = b;
-			/* frees first: a line never shows more freed than allocated */
-			l->free_count = __atomic_load_n(&b->free_count, __ATOMIC_ACQUIRE);
-			l->free_bytes = __atomic_load_n(&b->free_bytes, __ATOMIC_RELAXED);
-			l->alloc_count = __atomic_load_n(&b->alloc_count, __ATOMIC_ACQUIRE);
-			l->alloc_bytes = __atomic_load_n(&b->alloc_bytes, __ATOMIC_RELAXED);
-			if (l->free_count > l->alloc_count)
-				l->free_count = l->alloc_count;
-			if (l->free_bytes > l->alloc_bytes)
-				l->free_bytes = l->alloc_bytes;
+			ha_table_line(&lines[k++], b);
 		}
 	return k;
+}
+
+void ha_table_line(ha_line *l, const ha_bucket *b)
+{
+	l->b = b;
+	/* frees first: a line never shows more freed than allocated */
+	l->free_count = __atomic_load_n(&b->free_count, __ATOMIC_ACQUIRE);
+	l->free_bytes = __atomic_load_n(&b->free_bytes, __ATOMIC_RELAXED);
+	l->alloc_count = __atomic_load_n(&b->alloc_count, __ATOMIC_ACQUIRE);
+	l->alloc_bytes = __atomic_load_n(&b->alloc_bytes, __ATOMIC_RELAXED);
+	if (l->free_count > l->alloc_count)
+		l->free_count = l->alloc_count;
+	if (l->free_bytes > l->alloc_bytes)
+		l->free_bytes = l->alloc_bytes;
+}
+
+size_t ha_table_count(void)
+{
+	return byidx ? (size_t)__atomic_load_n(&nbuckets, __ATOMIC_ACQUIRE) : 0;
 }
 
 ha_line *ha_table_snapshot(size_t *n)
