@@ -54,6 +54,10 @@ void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session);
  * and set budget[0], the bytes this thread may allocate, and budget[1],
  * the bytes it may free, before the next check (INT64_MAX: none). */
 void ha_prof_check(int64_t budget[2]);
+/* Profiling is off and this thread's countdown ran out (every
+ * HA_COUNTDOWN_OFF bytes of its allocation): the profiler may switch
+ * sampling on from here (an attached otel_memory probe, prof/usdt.c). */
+void ha_prof_poll(void);
 /* Mapping profiling (HEAP_PROFILE_MMAP), from alloc/mmap.c's slow path:
  * 1 when this thread's mmap calls count now (profiling runs with the
  * option on, and this thread is not inside the profiler). */

@@ -1,6 +1,7 @@
 /* prof/hooks.c — the allocator-facing hooks (alloc/hooks.h):
  * ha_prof_sample_distance, ha_prof_sampled(_kept), ha_prof_on_free(_kept)
- * and ha_prof_check.
+ * and ha_prof_check (ha_prof_poll: usdt.c).  A recorded sample and its
+ * free fire the otel_memory probes when a tracer is attached (usdt.c).
  *
  * Countdown contract (alloc/hooks.h): the allocator keeps the countdown and
  * its two budgets; we only draw the distance to the next sample (sampler.c)
@@ -92,23 +93,27 @@ int64_t ha_prof_sample_distance(void)
 	if (HA_UNLIKELY(ha_stack_calibrating()))
 		return -1;        /* every probe allocation: ha_prof_sampled learns the frames */
 	ha_helper_ensure();
-	return ha_sampler_next(ha_session.r);
+	return ha_sampler_next(ha_usdt_rate());
 }
 
 static inline __attribute__((always_inline)) int sampled(void *p, size_t req, size_t size,
 							  uint32_t *kept)
 {
-	if (ha_session.r <= 1)
-		size = req;
 	if (HA_UNLIKELY(ha_stack_calibrating())) {
 		ha_stack_calibrate_frame();
 		return 0;
 	}
-	if (!ha_session.running || ha_prof_busy)
+	if (ha_prof_busy)
 		return 0;
+	if (!ha_session.running)      /* sampling for the otel_memory probes alone */
+		return ha_usdt_sampled(p, req, size, kept);
+	if (ha_session.r <= 1)
+		size = req;
 	ha_prof_busy = 1;
 	int done = 0;
 	record_sample(p, size, &done, kept);
+	if (done && HA_UNLIKELY(ha_usdt_alloc_on()))
+		ha_usdt_alloc(p, req, size, ha_session.r);
 	if (HA_UNLIKELY(ha_prof_peak_pending))
 		take_peak();
 	ha_prof_busy = 0;
@@ -138,21 +143,31 @@ void ha_prof_on_free(void *p)
 	 * forever); only the fork window, where we hold every lock, skips */
 	if (HA_UNLIKELY(ha_prof_fork_window))
 		return;
-	ha_objmap_remove((uintptr_t)p);
+	/* a recorded block, or (no session) one the probes alone sampled */
+	if (ha_objmap_remove((uintptr_t)p) || !ha_session.running) {
+		if (HA_UNLIKELY(ha_usdt_free_on()))
+			ha_usdt_fire_free(p);
+	}
 }
 
 void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
 {
 	if (HA_UNLIKELY(ha_prof_fork_window) || !rec)
 		return;
-	ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
+	/* reported at alloc only if sampled in the sampling that still runs */
+	if (HA_UNLIKELY(ha_usdt_free_on()) && ha_alloc_session_live(session))
+		ha_usdt_fire_free(p);
+	if (ha_session.running)       /* else the probes' own record (usdt.c) */
+		ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
 }
 
 void ha_prof_check(int64_t budget[2])
 {
 	budget[0] = budget[1] = INT64_MAX;
-	if (!ha_session.running)
+	if (!ha_session.running) {
+		ha_usdt_check(budget);    /* sampling for the probes alone */
 		return;
+	}
 	if (ha_prof_busy || ha_prof_fork_window) {
 		budget[0] = budget[1] = 0;    /* our own allocation: again at the next */
 		return;
