@@ -22,7 +22,7 @@ prog=${top_builddir:-.}/tests/prof_usdt
 [ -n "$lib" ] && [ -f "$lib" ] || { echo "HARD ERROR: HA_LIB='$lib' is not a file"; exit 99; }
 [ -x "$prog" ] || { echo "HARD ERROR: $prog not built"; exit 99; }
 if ! readelf -n "$lib" 2>/dev/null | grep -q 'Provider: otel_memory'; then
-	echo "SKIP: $lib has no otel_memory probes (built without <sys/sdt.h>)"
+	echo "SKIP: $lib has no otel_memory probes (configured --disable-usdt or without <sys/sdt.h>)"
 	exit 77
 fi
 [ "$(id -u)" = 0 ] || { echo "SKIP: bpftrace needs root"; exit 77; }

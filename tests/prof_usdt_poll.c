@@ -69,7 +69,7 @@ int main(void)
 {
 	unsigned short *sem = usdt_semaphore("alloc");
 	if (!sem)
-		SKIP("libheapalloc has no otel_memory:alloc probe (built without <sys/sdt.h>)");
+		SKIP("libheapalloc has no otel_memory:alloc probe (--disable-usdt or no <sys/sdt.h>)");
 	REQUIRE(*sem == 0);
 
 	/* nothing attached: nothing sampled */
