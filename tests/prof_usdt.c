@@ -3,7 +3,7 @@
  * Built without heapalloc: it reads the statistics through dlsym, so it runs
  * against whichever copy of the library is preloaded.
  *
- *   prof_usdt DIR
+ *   prof_usdt DIR [session]
  * 1. main thread: 1 MiB blocks until sampling for the probe is on (must be
  *    within 17 MiB: the off-profiling poll comes every 16 MiB);
  * 2. a thread named ha_usdt_meas allocates MEAS_BYTES in sizes that are
@@ -13,6 +13,8 @@
  * 3. writes DIR/measured, waits for DIR/detached (bpftrace is gone), then
  *    allocates until sampling is off (within 17 MiB) and 256 MiB more, and
  *    checks that no allocation was sampled since.
+ * With `session` (HEAPPROFILE set) only step 2, and the samples printed are
+ * the ones the session recorded.
  * Exit 0 pass, 1 fail, 99 hard error.
  */
 #define _GNU_SOURCE
@@ -96,8 +98,9 @@ static void wait_file(const char *dir, const char *name)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: prof_usdt DIR\n");
+	int session = argc == 3 && strcmp(argv[2], "session") == 0;
+	if (argc != 2 && !session) {
+		fprintf(stderr, "usage: prof_usdt DIR [session]\n");
 		return 99;
 	}
 	get_stats = (void (*)(heapalloc_stats *, size_t))dlsym(RTLD_DEFAULT,
@@ -107,6 +110,32 @@ int main(int argc, char **argv)
 		return 99;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);
+
+	if (session) {
+		/* HEAPPROFILE is set: its session samples, the probes report
+		 * exactly what it records */
+		int (*running)(void) = (int (*)(void))dlsym(RTLD_DEFAULT,
+							   "heapalloc_profile_running");
+		if (!running || !running()) {
+			printf("FAIL: HEAPPROFILE is set but no session runs\n");
+			return 1;
+		}
+		uint64_t base = stats().prof_samples;
+		pthread_t t;
+		if (pthread_create(&t, NULL, measure, NULL) != 0) {
+			fprintf(stderr, "HARD ERROR: pthread_create\n");
+			return 99;
+		}
+		pthread_join(t, NULL);
+		heapalloc_stats st = stats();
+		printf("measured %llu bytes, sd %.0f\n", (unsigned long long)total, sqrt(var));
+		printf("probe samples %llu\n", (unsigned long long)(st.prof_samples - base));
+		if (st.prof_probe_sampling || st.prof_probe_samples) {
+			printf("FAIL: probe-only sampling ran beside the session\n");
+			return 1;
+		}
+		return 0;
+	}
 
 	/* 1. the probe was attached before we started: sampling comes on at
 	 * the main thread's first poll */

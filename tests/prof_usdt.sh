@@ -15,6 +15,8 @@
 #     are the thread's alloc probes bpftrace saw;
 #   - once bpftrace is gone, sampling stops within 17 MiB and nothing more
 #     is sampled (checked by the program through heapalloc_get_stats).
+# Then the same with HEAPPROFILE set: the session samples, and its recorded
+# samples are the probes' (same checks, the sample count the session's).
 # Skips (77) when not root, without bpftrace, where the kernel refuses BPF,
 # or when the library was built without <sys/sdt.h>.  Env: HA_LIB, top_builddir.
 lib=${HA_LIB:-}
@@ -58,62 +60,78 @@ END {
 	clear(@live); clear(@n); clear(@w); clear(@f); clear(@u); clear(@all);
 }
 EOF
-bpftrace "$tmp/probes.bt" > "$tmp/bt.out" 2> "$tmp/bt.err" &
-bt=$!
-i=0
-until grep -q '^ready' "$tmp/bt.out"; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 $bt 2>/dev/null; then
-		echo "HARD ERROR: bpftrace did not attach:"; cat "$tmp/bt.err"
-		exit 99
+# run_traced [session]: bpftrace attached, then the program, then the checks
+run_traced() {
+	rm -f "$tmp/measured" "$tmp/detached" "$tmp/bt.out" "$tmp/prog.out"
+	bpftrace "$tmp/probes.bt" > "$tmp/bt.out" 2> "$tmp/bt.err" &
+	bt=$!
+	i=0
+	until grep -qs '^ready' "$tmp/bt.out"; do
+		i=$((i + 1))
+		if [ $i -gt 600 ] || ! kill -0 $bt 2>/dev/null; then
+			echo "HARD ERROR: bpftrace did not attach:"; cat "$tmp/bt.err"
+			exit 99
+		fi
+		sleep 0.1
+	done
+	if [ "$1" = session ]; then
+		mkdir -p "$tmp/prof"
+		HEAPPROFILE=$tmp/prof/p LD_PRELOAD="$copy" timeout 300 "$prog" "$tmp" session \
+			> "$tmp/prog.out" 2>&1
+		rc=$?
+	else
+		env -u HEAPPROFILE LD_PRELOAD="$copy" timeout 300 "$prog" "$tmp" > "$tmp/prog.out" 2>&1 &
+		pid=$!
+		i=0
+		until [ -f "$tmp/measured" ]; do
+			i=$((i + 1))
+			if [ $i -gt 3000 ] || ! kill -0 $pid 2>/dev/null; then
+				break
+			fi
+			sleep 0.1
+		done
 	fi
-	sleep 0.1
-done
-
-env -u HEAPPROFILE LD_PRELOAD="$copy" timeout 300 "$prog" "$tmp" > "$tmp/prog.out" 2>&1 &
-pid=$!
-i=0
-until [ -f "$tmp/measured" ]; do
-	i=$((i + 1))
-	if [ $i -gt 3000 ] || ! kill -0 $pid 2>/dev/null; then
-		break
+	kill -INT $bt
+	wait $bt
+	bt=
+	if [ "$1" != session ]; then
+		touch "$tmp/detached"
+		wait $pid
+		rc=$?
 	fi
-	sleep 0.1
-done
-kill -INT $bt
-wait $bt
-bt=
-touch "$tmp/detached"
-wait $pid
-rc=$?
-cat "$tmp/prog.out" "$tmp/bt.out"
-[ $rc = 0 ] || { echo "FAIL: the program exited $rc"; exit 1; }
+	echo "--- ${1:-no variable set}"
+	cat "$tmp/prog.out" "$tmp/bt.out" | grep -v '^$'
+	[ $rc = 0 ] || { echo "FAIL: the program exited $rc"; status=1; return; }
 
-set -- $(grep '^bt alloc' "$tmp/bt.out")
-n=$3 w=$5 freed=$7 unknown=$9 all=${11}
-set -- $(grep '^measured' "$tmp/prog.out")
-bytes=$2 sd=$5
-samples=$(sed -n 's/^probe samples //p' "$tmp/prog.out")
-[ -n "$n" ] && [ -n "$bytes" ] && [ -n "$samples" ] || { echo "HARD ERROR: missing figures"; exit 99; }
+	set -- $(grep '^bt alloc' "$tmp/bt.out")
+	n=$3 w=$5 freed=$7 unknown=$9 all=${11}
+	set -- $(grep '^measured' "$tmp/prog.out")
+	bytes=$2 sd=$5
+	samples=$(sed -n 's/^probe samples //p' "$tmp/prog.out")
+	[ -n "$n" ] && [ -n "$bytes" ] && [ -n "$samples" ] || { echo "HARD ERROR: missing figures"; exit 99; }
+	dev=$((w - bytes)); [ $dev -lt 0 ] && dev=$((-dev))
+	if [ "$n" -lt 100 ]; then
+		echo "FAIL: only $n alloc probes for $bytes bytes"; status=1
+	fi
+	if [ $dev -gt $((5 * sd)) ]; then
+		echo "FAIL: weights sum to $w for $bytes bytes: off by $dev, more than 5 sd ($sd)"; status=1
+	else
+		echo "ok: weights $w for $bytes bytes, off by $dev (sd $sd, bound 5 sd)"
+	fi
+	if [ "$freed" != "$n" ] || [ "$unknown" != 0 ]; then
+		echo "FAIL: $n blocks reported, all freed, but $freed free probes matched and $unknown were of unreported blocks"
+		status=1
+	else
+		echo "ok: $freed free probes, one per reported block, none for another"
+	fi
+	if [ "$samples" != "$n" ]; then
+		echo "FAIL: the library sampled (recorded) $samples allocations, bpftrace saw $n"; status=1
+	else
+		echo "ok: $n samples, each seen at the probe ($all in the whole process)"
+	fi
+}
+
 status=0
-dev=$((w - bytes)); [ $dev -lt 0 ] && dev=$((-dev))
-if [ "$n" -lt 100 ]; then
-	echo "FAIL: only $n alloc probes for $bytes bytes"; status=1
-fi
-if [ $dev -gt $((5 * sd)) ]; then
-	echo "FAIL: weights sum to $w for $bytes bytes: off by $dev, more than 5 sd ($sd)"; status=1
-else
-	echo "ok: weights $w for $bytes bytes, off by $dev (sd $sd, bound 5 sd)"
-fi
-if [ "$freed" != "$n" ] || [ "$unknown" != 0 ]; then
-	echo "FAIL: $n blocks reported, all freed, but $freed free probes matched and $unknown were of unreported blocks"
-	status=1
-else
-	echo "ok: $freed free probes, one per reported block, none for another"
-fi
-if [ "$samples" != "$n" ]; then
-	echo "FAIL: the library sampled $samples allocations for the probe, bpftrace saw $n"; status=1
-else
-	echo "ok: $n samples, each seen at the probe ($all in the whole process)"
-fi
+run_traced
+run_traced session
 exit $status
