@@ -15,8 +15,9 @@
 #     are the thread's alloc probes bpftrace saw;
 #   - once bpftrace is gone, sampling stops within 17 MiB and nothing more
 #     is sampled (checked by the program through heapalloc_get_stats).
-# Then the same with HEAPPROFILE set: the session samples, and its recorded
-# samples are the probes' (same checks, the sample count the session's).
+# Then the same with HEAPPROFILE set, in the default and the exact-totals
+# mode: the session samples, and its recorded samples are the probes' (same
+# checks, the sample count the session's).
 # Skips (77) when not root, without bpftrace, where the kernel refuses BPF,
 # or when the library was built without <sys/sdt.h>.  Env: HA_LIB, top_builddir.
 lib=${HA_LIB:-}
@@ -60,7 +61,7 @@ END {
 	clear(@live); clear(@n); clear(@w); clear(@f); clear(@u); clear(@all);
 }
 EOF
-# run_traced [session]: bpftrace attached, then the program, then the checks
+# run_traced [session|exact]: bpftrace attached, then the program, then the checks
 run_traced() {
 	rm -f "$tmp/measured" "$tmp/detached" "$tmp/bt.out" "$tmp/prog.out"
 	bpftrace "$tmp/probes.bt" > "$tmp/bt.out" 2> "$tmp/bt.err" &
@@ -74,10 +75,11 @@ run_traced() {
 		fi
 		sleep 0.1
 	done
-	if [ "$1" = session ]; then
-		mkdir -p "$tmp/prof"
-		HEAPPROFILE=$tmp/prof/p LD_PRELOAD="$copy" timeout 300 "$prog" "$tmp" session \
-			> "$tmp/prog.out" 2>&1
+	if [ "$1" = session ] || [ "$1" = exact ]; then
+		rm -rf "$tmp/prof" && mkdir "$tmp/prof"
+		exact=0; [ "$1" = exact ] && exact=1
+		HEAPPROFILE=$tmp/prof/p HEAP_PROFILE_EXACT_TOTALS=$exact LD_PRELOAD="$copy" \
+			timeout 300 "$prog" "$tmp" session > "$tmp/prog.out" 2>&1
 		rc=$?
 	else
 		env -u HEAPPROFILE LD_PRELOAD="$copy" timeout 300 "$prog" "$tmp" > "$tmp/prog.out" 2>&1 &
@@ -94,7 +96,7 @@ run_traced() {
 	kill -INT $bt
 	wait $bt
 	bt=
-	if [ "$1" != session ]; then
+	if [ -z "$1" ]; then
 		touch "$tmp/detached"
 		wait $pid
 		rc=$?
@@ -134,4 +136,5 @@ run_traced() {
 status=0
 run_traced
 run_traced session
+run_traced exact
 exit $status
