@@ -437,17 +437,11 @@ void ha_prof_totals(uint64_t out[2]);
 
 /* ---- usdt.c ---------------------------------------------------------------
  * (ha_prof_poll: alloc/hooks.h) */
-/* The probes' semaphores, nonzero while a tracer is attached (0 for good
- * in a build without <sys/sdt.h>, HA_USDT 0). */
-extern HA_HIDDEN unsigned short otel_memory_alloc_semaphore, otel_memory_free_semaphore;
-static inline int ha_usdt_alloc_on(void)
-{
-	return HA_USDT && __atomic_load_n(&otel_memory_alloc_semaphore, __ATOMIC_RELAXED);
-}
-static inline int ha_usdt_free_on(void)
-{
-	return HA_USDT && __atomic_load_n(&otel_memory_free_semaphore, __ATOMIC_RELAXED);
-}
+/* A tracer is attached to otel_memory:alloc / :free: its semaphore is
+ * nonzero (never in a build without <sys/sdt.h>, HA_USDT 0).  Called on
+ * sampled paths only. */
+int ha_usdt_alloc_on(void);
+int ha_usdt_free_on(void);
 /* Allocation bytes between two looks at the semaphore while sampling runs
  * for the probes alone (the off-profiling poll's distance). */
 #define HA_USDT_CHECK ((int64_t)16 << 20)

@@ -39,10 +39,23 @@
 #include <sys/sdt.h>
 #endif
 
-/* The names sys/sdt.h writes into each probe's note (provider_name_semaphore);
- * hidden: the note carries their addresses, the dynamic table need not. */
-HA_HIDDEN unsigned short otel_memory_alloc_semaphore __attribute__((section(".probes")));
-HA_HIDDEN unsigned short otel_memory_free_semaphore __attribute__((section(".probes")));
+/* The names sys/sdt.h writes into each probe's note (provider_name_semaphore).
+ * Local to this file: the notes carry their addresses, and a static link
+ * that brings another otel_memory provider keeps both (a global name,
+ * even hidden, would clash in libheapalloc.a).  volatile: only the kernel
+ * writes them. */
+static volatile unsigned short otel_memory_alloc_semaphore __attribute__((section(".probes"), used));
+static volatile unsigned short otel_memory_free_semaphore __attribute__((section(".probes"), used));
+
+int ha_usdt_alloc_on(void)
+{
+	return HA_USDT && otel_memory_alloc_semaphore;
+}
+
+int ha_usdt_free_on(void)
+{
+	return HA_USDT && otel_memory_free_semaphore;
+}
 
 /* A kept record (ha_prof_sampled_kept) for a probe-only sample: nonzero so
  * the allocator reports its free; the table's last index, so that it can
