@@ -35,6 +35,13 @@ if ! timeout 60 bpftrace -e 'BEGIN { exit(); }' >/dev/null 2>&1; then
 	exit 77
 fi
 
+# the semaphores need the kernel's uprobe reference counters (4.20 and
+# later) through bpftrace; older bpftrace builds say so in --info
+if bpftrace --info 2>&1 | grep -qi 'uprobe refcount.*: no'; then
+	echo "SKIP: this bpftrace cannot set USDT semaphores (uprobe refcount: no)"
+	exit 77
+fi
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ha_usdt.XXXXXX") || exit 99
 bt=
 cleanup() {
