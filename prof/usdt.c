@@ -124,9 +124,9 @@ void ha_usdt_alloc(void *p, size_t req, size_t size, int64_t r)
 
 int ha_usdt_sampled(void *p, size_t req, size_t size, uint32_t *kept)
 {
-	int64_t r = usdt.r;
 	if (!__atomic_load_n(&usdt.on, __ATOMIC_ACQUIRE))
 		return 0;         /* switched off since this thread's countdown was armed */
+	int64_t r = usdt.r;       /* written before on, read after it */
 	__atomic_fetch_add(&usdt.samples, 1, __ATOMIC_RELAXED);
 	if (!ha_usdt_alloc_on())
 		return 0;         /* detached: no alloc fired, so no free either */
