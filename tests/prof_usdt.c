@@ -88,7 +88,7 @@ static void wait_file(const char *dir, const char *name)
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	struct stat st;
-	for (int i = 0; i < 6000 && stat(path, &st) != 0; i++)
+	for (int i = 0; i < 18000 && stat(path, &st) != 0; i++)
 		usleep(10000);
 	if (stat(path, &st) != 0) {
 		fprintf(stderr, "HARD ERROR: %s never appeared\n", path);

@@ -68,6 +68,25 @@ END {
 	clear(@live); clear(@n); clear(@w); clear(@f); clear(@u); clear(@all);
 }
 EOF
+# stop_bt: end bpftrace so that it prints its END figures.  SIGINT again each
+# second: a signal that lands just before bpftrace blocks in epoll_wait (no
+# probe firing any more) only sets its flag, and the next one wakes it.
+stop_bt() {
+	i=0
+	while st=$(ps -o stat= -p $bt) && [ "${st#Z}" = "$st" ]; do   # alive, not a zombie
+		kill -INT $bt 2>/dev/null
+		i=$((i + 1))
+		if [ $i -gt 60 ]; then
+			kill -KILL $bt 2>/dev/null
+			echo "HARD ERROR: bpftrace did not stop on SIGINT"
+			exit 99
+		fi
+		sleep 1
+	done
+	wait $bt
+	bt=
+}
+
 # run_traced [session|exact]: bpftrace attached, then the program, then the checks
 run_traced() {
 	rm -f "$tmp/measured" "$tmp/detached" "$tmp/bt.out" "$tmp/prog.out"
@@ -100,9 +119,7 @@ run_traced() {
 			sleep 0.1
 		done
 	fi
-	kill -INT $bt
-	wait $bt
-	bt=
+	stop_bt
 	if [ -z "$1" ]; then
 		touch "$tmp/detached"
 		wait $pid
