@@ -45,7 +45,7 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ha_usdt.XXXXXX") || exit 99
 bt=
 cleanup() {
-	[ -n "$bt" ] && kill -INT "$bt" 2>/dev/null
+	[ -n "$bt" ] && kill -KILL "$bt" 2>/dev/null   # its uprobes go with it
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
