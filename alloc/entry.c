@@ -110,6 +110,8 @@ static int countdown_due(ha_tcache *tc, size_t charge)
 	int64_t before = tc->sample_left, next = tc->compat ? 0 : HA_COUNTDOWN_OFF;
 	int sample = 0;
 	tc->sample_left -= (int64_t)charge;   /* allocated first: totals see it */
+	if (ha_hot.prof_mode == HA_PROF_OFF && !tc->compat)
+		ha_prof_poll();   /* may switch sampling on: this thread is then fresh */
 	if (ha_hot.prof_mode == HA_PROF_ON)
 		sample = ha_books_due(tc, before > 0 ? before : 0, charge, &next);
 	ha_books_set_countdown(tc, next);

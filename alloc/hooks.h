@@ -59,6 +59,10 @@ void ha_prof_check(int64_t budget[2]);
  * block of a marked span, a compatibility-mode block, a batch given back
  * to the central cache), before the block leaves the profile or the books. */
 void ha_prof_turn(void);
+/* Profiling is off and this thread's countdown ran out (every
+ * HA_COUNTDOWN_OFF bytes of its allocation): the profiler may switch
+ * sampling on from here (an attached otel_memory probe, prof/usdt.c). */
+void ha_prof_poll(void);
 /* Mapping profiling (HEAP_PROFILE_MMAP), from alloc/mmap.c's slow path:
  * 1 when this thread's mmap calls count now (profiling runs with the
  * option on, and this thread is not inside the profiler). */

@@ -28,6 +28,10 @@ void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
 {
 }
 
+void ha_prof_poll(void)
+{
+}
+
 void ha_prof_check(int64_t budget[2])
 {
 	budget[0] = budget[1] = INT64_MAX;

@@ -51,6 +51,12 @@ typedef struct heapalloc_stats {
 	 * while one is queued folds into it, so a program (a test) that waits
 	 * for 0 after each allocation gets one dump per crossing */
 	uint64_t prof_dumps_queued;
+	/* sampling that runs, with no profiling session, because a tracer is
+	 * attached to the otel_memory:alloc USDT probe (1 while it runs), and
+	 * the allocations it has sampled (each fired at the probe while the
+	 * tracer stays attached) */
+	uint64_t prof_probe_sampling;
+	uint64_t prof_probe_samples;
 } heapalloc_stats;
 
 /* Largest request served from size-class spans; larger ones are "large". */

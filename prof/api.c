@@ -40,6 +40,8 @@ static void fill_stats(heapalloc_stats *out)
 		ha_peak_see(t[0] - t[1]);
 	out->prof_peak_inuse = ha_peak_high();
 	out->prof_dumps_queued = ha_prof_queued();
+	out->prof_probe_sampling = (uint64_t)ha_usdt_sampling();
+	out->prof_probe_samples = ha_usdt_samples();
 }
 
 HA_EXPORT void heapalloc_get_stats_size(heapalloc_stats *out, size_t size)

@@ -1,6 +1,8 @@
 /* prof/hooks.c — the allocator-facing hooks (alloc/hooks.h):
  * ha_prof_sample_distance, ha_prof_sampled(_kept), ha_prof_on_free(_kept),
- * ha_prof_check and ha_prof_turn.
+ * ha_prof_check and ha_prof_turn (ha_prof_poll: usdt.c).  A recorded
+ * sample and its free fire the otel_memory probes when a tracer is
+ * attached (usdt.c).
  *
  * Countdown contract (alloc/hooks.h): the allocator keeps the countdown and
  * its two budgets; we only draw the distance to the next sample (sampler.c)
@@ -76,20 +78,22 @@ int64_t ha_prof_sample_distance(void)
 	if (HA_UNLIKELY(ha_stack_calibrating()))
 		return -1;        /* every probe allocation: ha_prof_sampled learns the frames */
 	ha_helper_ensure();
-	return ha_sampler_next(ha_session.r);
+	return ha_sampler_next(ha_usdt_rate());
 }
 
 static inline __attribute__((always_inline)) int sampled(void *p, size_t req, size_t size,
 							  uint32_t *kept)
 {
-	if (ha_session.r <= 1)
-		size = req;
 	if (HA_UNLIKELY(ha_stack_calibrating())) {
 		ha_stack_calibrate_frame();
 		return 0;
 	}
-	if (!ha_session.running || ha_prof_busy)
+	if (ha_prof_busy)
 		return 0;
+	if (!ha_session.running)      /* sampling for the otel_memory probes alone */
+		return ha_usdt_sampled(p, req, size, kept);
+	if (ha_session.r <= 1)
+		size = req;
 	ha_prof_busy = 1;
 	int done = 0;
 	record_sample(p, size, &done, kept);
@@ -100,6 +104,8 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 		 * here, so that they fire at the allocation that crosses them */
 		ha_prof_check_thresholds();
 	}
+	if (done && HA_UNLIKELY(ha_usdt_alloc_on()))
+		ha_usdt_alloc(p, req, size, ha_session.r);
 	ha_prof_busy = 0;
 	return done;
 }
@@ -129,22 +135,32 @@ void ha_prof_on_free(void *p)
 	if (HA_UNLIKELY(ha_prof_fork_window))
 		return;
 	uint64_t req;
-	if (ha_objmap_remove_bytes((uintptr_t)p, &req) && ha_session.r <= 1)
+	int removed = ha_objmap_remove_bytes((uintptr_t)p, &req);
+	if (removed && ha_session.r <= 1)
 		__atomic_fetch_add(&ha_session.rec[1], req, __ATOMIC_RELAXED);
+	/* a recorded block, or (no session) one the probes alone sampled */
+	if ((removed || !ha_session.running) && HA_UNLIKELY(ha_usdt_free_on()))
+		ha_usdt_fire_free(p);
 }
 
 void ha_prof_on_free_kept(void *p, uint32_t rec, size_t size, uint32_t session)
 {
 	if (HA_UNLIKELY(ha_prof_fork_window) || !rec)
 		return;
-	ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
+	/* reported at alloc only if sampled in the sampling that still runs */
+	if (HA_UNLIKELY(ha_usdt_free_on()) && ha_alloc_session_live(session))
+		ha_usdt_fire_free(p);
+	if (ha_session.running)       /* else the probes' own record (usdt.c) */
+		ha_objmap_free_kept((uintptr_t)p, rec - 1, size, session);
 }
 
 void ha_prof_check(int64_t budget[2])
 {
 	budget[0] = budget[1] = INT64_MAX;
-	if (!ha_session.running)
+	if (!ha_session.running) {
+		ha_usdt_check(budget);    /* sampling for the probes alone */
 		return;
+	}
 	if (ha_prof_busy || ha_prof_fork_window) {
 		budget[0] = budget[1] = 0;    /* our own allocation: again at the next */
 		return;

@@ -22,6 +22,7 @@
  *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
  *   triggers.c     totals, the threshold books and the queued threshold dump
  *   hooks.c        the allocator hooks: due, sampled, on_free, check
+ *   usdt.c         the otel_memory USDT probes and the sampling they switch on
  *   dump.c         writing a numbered dump (and the peak, stats, log line)
  *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
  *   (session.h: the state those five share; theirs only)
@@ -568,6 +569,36 @@ void ha_prof_totals(uint64_t out[2]);
 /* ---- hooks.c ---------------------------------------------------------------
  * (ha_prof_due, ha_prof_sampled, ha_prof_on_free, ha_prof_check, ...:
  * alloc/hooks.h) */
+
+/* ---- usdt.c ---------------------------------------------------------------
+ * (ha_prof_poll: alloc/hooks.h) */
+/* A tracer is attached to otel_memory:alloc / :free: its semaphore is
+ * nonzero (never in a build without <sys/sdt.h>, HA_USDT 0).  Called on
+ * sampled paths only. */
+int ha_usdt_alloc_on(void);
+int ha_usdt_free_on(void);
+/* Allocation bytes between two looks at the semaphore while sampling runs
+ * for the probes alone (the off-profiling poll's distance). */
+#define HA_USDT_CHECK ((int64_t)16 << 20)
+/* Fire otel_memory:alloc for a recorded sample of `size` bytes (the
+ * profile's unit) at mean interval r; req: the bytes requested. */
+void ha_usdt_alloc(void *p, size_t req, size_t size, int64_t r);
+/* Fire otel_memory:free. */
+HA_NOINLINE void ha_usdt_fire_free(void *p);
+/* A sample with no session: fire the alloc probe; 1 when fired (the free
+ * must be reported; kept: the record to keep in the block). */
+int ha_usdt_sampled(void *p, size_t req, size_t size, uint32_t *kept);
+/* A threshold check with no session: 1 (budget[0] set) while sampling runs
+ * for the probes alone, which it switches off once they are detached. */
+int ha_usdt_check(int64_t budget[2]);
+/* A session starts: it takes over the sampling (caller holds
+ * ha_prof_dump_lock). */
+void ha_usdt_session_start(void);
+/* Sampling runs for the probes alone; allocations it sampled. */
+int ha_usdt_sampling(void);
+uint64_t ha_usdt_samples(void);
+/* The interval the sampler draws with: the session's, else the probes'. */
+int64_t ha_usdt_rate(void);
 
 /* ---- helper.c ------------------------------------------------------------ */
 /* 0 or errno.  queue: the helper also writes queued threshold dumps. */

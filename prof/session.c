@@ -137,6 +137,7 @@ static int start(const char *prefix, int from_env)
 	if (files)
 		ha_dumplog_start(lp);
 	__atomic_fetch_add(&ha_session.gen, 1, __ATOMIC_RELEASE);
+	ha_usdt_session_start();      /* probe-only sampling, if any, ends here */
 	__atomic_store_n(&ha_session.running, 1, __ATOMIC_RELEASE);
 	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_session.r <= 1);
 	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0);
