@@ -51,19 +51,27 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* RSS in KiB from /proc/self/statm, without stdio (no malloc): -1 on error. */
-static long rss_now(void)
+/* The start of a /proc file in buf (cap bytes, NUL-terminated), without
+ * stdio (no malloc): 0, or -1 on error. */
+static int slurp(const char *path, char *buf, size_t cap)
 {
-	char buf[128];
-	long size = 0, res = 0;
-	int fd = open("/proc/self/statm", O_RDONLY);
-	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	int fd = open(path, O_RDONLY);
+	ssize_t got = fd < 0 ? -1 : read(fd, buf, cap - 1);
 	if (fd >= 0)
 		close(fd);
 	if (got <= 0)
 		return -1;
 	buf[got] = 0;
-	if (sscanf(buf, "%ld %ld", &size, &res) != 2)
+	return 0;
+}
+
+/* RSS in KiB from /proc/self/statm: -1 on error. */
+static long rss_now(void)
+{
+	char buf[128];
+	long size = 0, res = 0;
+	if (slurp("/proc/self/statm", buf, sizeof buf) != 0 ||
+	    sscanf(buf, "%ld %ld", &size, &res) != 2)
 		return -1;
 	return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
@@ -152,13 +160,8 @@ static long purge_switches(void)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-		int fd = open(path, O_RDONLY);
-		ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-		if (fd >= 0)
-			close(fd);
-		if (got <= 0)
+		if (slurp(path, buf, sizeof buf) != 0)
 			continue;
-		buf[got] = 0;
 		char *vc = strstr(buf, "\nvoluntary_ctxt_switches:");
 		if (!strncmp(buf, "Name:\theapalloc-purge\n", 22) && vc)
 			sw = atol(vc + 25);
@@ -173,13 +176,8 @@ static long purge_switches(void)
 static long threads_now(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-	if (fd >= 0)
-		close(fd);
-	if (got <= 0)
+	if (slurp("/proc/self/status", buf, sizeof buf) != 0)
 		return -1;
-	buf[got] = 0;
 	char *t = strstr(buf, "\nThreads:");
 	return t ? atol(t + 9) : -1;
 }
