@@ -40,7 +40,7 @@ uint32_t ha_prof_generation(void)
 	return 1;
 }
 
-int ha_pprof_mem_from(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
+int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
 {
 	(void)r;
 	(void)set;
