@@ -88,7 +88,7 @@ assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
 assert root.get("width") == "648pt", root.get("width")   # 900 px at 72 pt per 100 px
 texts = ["".join(e.itertext()) for e in root.iter("{http://www.w3.org/2000/svg}text")]
 assert sys.argv[2] in texts, texts[:5]
-assert "time since the first dump (s)" in texts, texts
+assert "time since the first row (s)" in texts, texts
 assert "dump: allocation interval" in texts and "dump: exit" in texts, texts
 EOF
 [ -e "$tmp/x.svg.tmp" ] && fail "svg: x.svg.tmp left behind"

@@ -2,9 +2,9 @@
 """heapalloc timeline PREFIX [-o chart.svg|chart.png] [--width PIXELS]
 
 Owns the timeline of one profiled run: in-use and cumulative allocated bytes
-(and RSS where the dump log has it) over the seconds since the first dump,
-each dump marked by the kind of its reason, and the peak.  Reads PREFIX.log
-(dumplog.c's tab-separated lines); without a log, the PREFIX.NNNN.heap
+(and RSS where the dump log has it) over the seconds since the log's first
+row (a dump or a timeline row), each dump marked by the kind of its reason,
+and the peak.  Reads PREFIX.log (dumplog.c's tab-separated lines); without a log, the PREFIX.NNNN.heap
 headers, their mtimes and their .stats sidecars.  Prints the series as a text
 table on stdout; with -o also draws it (matplotlib, Agg backend, imported only
 then, so the table needs nothing beyond Python 3).
@@ -338,7 +338,7 @@ def draw(prefix, rows, peak, path, width):
                    label=f"{os.path.basename(prefix)}.peak.heap in use: {fmt_bytes(peak[0])}")
 
     ax.set_title(f"heapalloc timeline: {prefix}")
-    ax.set_xlabel("time since the first dump (s)")
+    ax.set_xlabel("time since the first row (s)")
     ax.set_ylabel(f"bytes ({unit})")
     ax.set_ylim(bottom=0)
     span = ts[-1] - ts[0]
