@@ -6,9 +6,9 @@ Owns the timeline of one profiled run: in-use and cumulative allocated bytes
 row (a dump or a timeline row), each dump marked by the kind of its reason,
 and the peak.  Reads PREFIX.log (dumplog.c's tab-separated lines); without a
 log, the PREFIX.NNNN.heap headers, their mtimes and their .stats sidecars.
-Prints the series as a text
-table on stdout; with -o also draws it (matplotlib, Agg backend, imported only
-then, so the table needs nothing beyond Python 3).
+Prints the series as a text table on stdout; with -o also draws it
+(matplotlib, Agg backend, imported only then, so the table needs nothing
+beyond Python 3).
 """
 import argparse
 import math
