@@ -28,14 +28,14 @@
  * names them offline): they may be written under memory pressure.
  *
  * Never calls the public malloc: everything, zlib's state included, lives
- * in ha_dump_mem memory (writer.c: raw memory, or the pre-OOM reserve).  Holds the table lock only for the snapshot
- * copy; the caller holds ha_prof_dump_lock.  Never uses dl_iterate_phdr
+ * in ha_dump_mem memory (writer.c: raw memory, or the pre-OOM reserve).
+ * Holds the table lock only for the snapshot copy; the caller holds ha_prof_dump_lock.  Never uses dl_iterate_phdr
  * (the loader lock): the memory map comes from /proc/self/maps, and ELF
  * headers and notes are copied by process_vm_readv, so a library unloaded
  * meanwhile costs its build ID, never a fault.
  * File protocol as the text writer: FILE.tmp, then rename; or the gzipped
- * bytes in memory (ha_pprof_mem, for heapalloc_profile_pprof and the HTTP
- * endpoint, which may ask for alloc_space as the default sample type and
+ * bytes in memory, named (ha_pprof_mem_named, for heapalloc_profile_pprof
+ * and the HTTP endpoint, which may ask for alloc_space as the default sample type and
  * hand in a delta's lines, whose in-use values may be negative).
  */
 #ifndef _GNU_SOURCE
@@ -790,23 +790,6 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
 		struct gz_job j = { o.buf, o.len };
 		err = ha_write_file(path, fill_gz, &j);   /* temp name, rename (writer.c) */
 	}
-	if (o.buf)
-		ha_dump_mem_free(o.buf);
-	return err;
-}
-
-int ha_pprof_mem(ha_out *gz, int64_t r)
-{
-	return ha_pprof_mem_from(gz, r, NULL, NULL);
-}
-
-int ha_pprof_mem_from(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
-{
-	ha_out o = { NULL, 0, 0, -1, 0 };
-	encode_all(&o, r, set, how);
-	int err = o.err;
-	if (!err)
-		err = gzip_to(gz, o.buf, o.len);
 	if (o.buf)
 		ha_dump_mem_free(o.buf);
 	return err;

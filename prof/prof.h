@@ -464,21 +464,17 @@ void ha_mmaps_postfork_child(void);
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
-/* The same bytes (the live table) appended to gz, a memory sink (fd -1):
- * ha_dump_mem memory, so the caller raw-frees gz->buf.  0 or errno. */
-int ha_pprof_mem(ha_out *gz, int64_t r);
 /* How a served profile differs from a dump's (prof/http.c). */
 typedef struct ha_pprof_how {
 	int alloc_default;        /* default sample type alloc_space, not inuse_space */
 	int64_t duration_ns;      /* a delta's window (duration_nanos), 0 none */
-	uint32_t gen;             /* set's buckets are of this session (ha_prof_generation), 0 any */
+	uint32_t gen;             /* set's buckets belong to this ha_prof_generation, 0 any */
 } ha_pprof_how;
-/* The same from set's lines (NULL: the live table); how may be NULL; no names. */
-int ha_pprof_mem_from(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how);
-/* The same profile of set's lines (NULL: the live table; how as above, may
- * be NULL) with function names, file:line and inlined frames filled in (libheapalloc-sym.so,
- * loaded by prof/names.c; addresses only when it cannot be loaded, or
- * under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
+/* The profile of set's lines (NULL: the live table; how may be NULL)
+ * appended gzipped to gz, a memory sink (fd -1; ha_dump_mem memory, so the
+ * caller raw-frees gz->buf), with function names, file:line and inlined
+ * frames filled in (libheapalloc-sym.so, loaded by prof/names.c; addresses
+ * only when it cannot be loaded, or under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
  * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
  * from the helper thread or an API call, never inside malloc.  0, ENOENT
  * when profiling is off, or errno. */
