@@ -35,7 +35,10 @@ typedef struct opt_row {
 	const char *doc;
 } opt_row;
 
-/* The table.  The README's variable table must match it (one row each). */
+/* The table, and the one place each variable is described (doc, in the
+ * README's Markdown): tools/gen-options writes the README's table,
+ * heapalloc(3)'s ENVIRONMENT and the command's help (tools/ha_options.py)
+ * from it; tests/options_table.sh fails when one of them is stale. */
 static const opt_row rows[] = {
 	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
 	  "file prefix; set and non-empty turns profiling on at start" },
@@ -44,57 +47,87 @@ static const opt_row rows[] = {
 	  "mean bytes between samples; 1 records every allocation" },
 	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
 	  &ha_prof_opt.alloc_interval, NULL, NULL,
-	  "dump when bytes allocated since the last automatic dump reach N; 0 off" },
+	  "dump every N bytes allocated; 0 = off" },
 	{ "HEAP_PROFILE_DEALLOCATION_INTERVAL", OPT_SIZE, 0,
 	  &ha_prof_opt.dealloc_interval, NULL, NULL,
-	  "dump when bytes freed since the last automatic dump reach N; 0 off" },
+	  "dump every N bytes freed; 0 = off" },
 	{ "HEAP_PROFILE_INUSE_INTERVAL", OPT_SIZE, 104857600,
 	  &ha_prof_opt.inuse_interval, NULL, NULL,
-	  "dump when in-use bytes pass the last automatic dump's high-water mark by N" },
+	  "dump when in-use bytes exceed the last high-water mark by N; 0 = off" },
 	{ "HEAP_PROFILE_TIME_INTERVAL", OPT_SECONDS, 0,
 	  &ha_prof_opt.time_interval, NULL, NULL,
-	  "seconds between dumps; 0 off" },
+	  "dump every N seconds; 0 = off" },
 	{ "HEAPPROFILESIGNAL", OPT_SIGNAL, 0, &ha_prof_opt.signal, NULL, NULL,
-	  "signal (number or name such as SIGUSR2) whose delivery dumps" },
+	  "dump when this signal (number or name, e.g. `SIGUSR2`) arrives" },
 	{ "HEAPPROFILE_USE_PID", OPT_BOOL, 0, &ha_prof_opt.use_pid, NULL,
 	  &ha_prof_opt.use_pid_set,
-	  "every process names its files PREFIX_PID.NNNN.heap" },
+	  "every process, the first included, writes `PREFIX_PID.NNNN.heap`" },
 	{ "HEAP_PROFILE_CLEANUP", OPT_BOOL, 1, &ha_prof_opt.cleanup, NULL, NULL,
-	  "at start, remove earlier PREFIX.NNNN.heap files of this naming" },
+	  "at start, remove earlier `PREFIX.NNNN.heap` files" },
 	{ "HEAP_PROFILE_EXACT_TOTALS", OPT_BOOL, 0, &ha_prof_opt.exact_totals, NULL, NULL,
-	  "gperftools' compatibility mode: requested-size totals and dump points (a size header per block)" },
+	  "heapalloc's own: gperftools' compatibility mode (requested-size totals and dump "
+	  "points, a 16-byte header per block)" },
 	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
-	  "text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz, gzipped profile.proto) or both" },
+	  "heapalloc's own: `text` (`PREFIX.NNNN.heap`), `pprof` (`PREFIX.NNNN.pb.gz`, gzipped "
+	  "profile.proto with build IDs) or `both`" },
 	{ "HEAP_PROFILE_PEAK_INTERVAL", OPT_SIZE, 16777216, &ha_prof_opt.peak_interval, NULL, NULL,
-	  "PREFIX.peak.heap: the profile at the in-use high, from N bytes in use, copied at the turn each 1/128 higher; 0 off" },
+	  "heapalloc's own: `PREFIX.peak.heap`, the profile at the in-use high, from N bytes in "
+	  "use, copied at the turn each 1/128 higher; 0 = off" },
 	{ "HEAP_PROFILE_STATS", OPT_BOOL, 1, &ha_prof_opt.stats, NULL, NULL,
-	  "write PREFIX.NNNN.stats beside each dump: heap books and caches against the process's RSS" },
+	  "heapalloc's own: write `PREFIX.NNNN.stats` beside each dump (heap books and caches "
+	  "against the process's RSS)" },
 	{ "HEAP_PROFILE_KEEP", OPT_COUNT, 0, &ha_prof_opt.keep, NULL, NULL,
-	  "keep this process's first dump and its newest N, remove the others; 0 keeps all" },
+	  "heapalloc's own: keep the first and the newest N dumps this process wrote, removing "
+	  "each older one as a new one lands; never touches other runs' or processes' files; 0 = "
+	  "keep all" },
 	{ "HEAP_PROFILE_MIN_SECONDS", OPT_SECONDS, 0, &ha_prof_opt.min_seconds, NULL, NULL,
-	  "at most one threshold dump per N seconds; the crossings between are counted into the next dump; 0 off" },
+	  "heapalloc's own: at most one threshold (allocation, deallocation, in-use) dump per N "
+	  "seconds; a crossing in between is counted, and the next dump of any kind says `; K "
+	  "crossings folded` after its reason; exit and API dumps are never held back; 0 = off" },
 	{ "HEAP_PROFILE_RSS_INTERVAL", OPT_SIZE, 0, &ha_prof_opt.rss_interval, NULL, NULL,
-	  "dump when the resident set grew by more than N since the last RSS dump; 0 off" },
+	  "dump when the resident set (`/proc/self/statm`) has grown by more than N bytes since "
+	  "the last RSS dump (the first at start RSS + N); checked every 100 ms by the helper "
+	  "thread; 0 = off" },
 	{ "HEAP_PROFILE_OOM_FRACTION", OPT_FRACTION, 900000, &ha_prof_opt.oom_fraction, NULL, NULL,
-	  "dump once when memory use reaches this fraction (0.9 or 90%) of the cgroup or RLIMIT_AS limit; 0 off" },
+	  "dump once when memory use reaches this fraction (`0.9` or `90%`) of the smallest "
+	  "limit: cgroup v2 `memory.max` / v1 `memory.limit_in_bytes` (against the cgroup's "
+	  "usage) or `RLIMIT_AS` (against the address space); 0 = off" },
 	{ "HEAP_PROFILE_TIMELINE_MS", OPT_COUNT, 100, &ha_prof_opt.timeline_ms, NULL, NULL,
-	  "a row of the totals in PREFIX.log every N ms while the heap moves (helper thread); 0 off" },
+	  "heapalloc's own: every N ms while the heap moves, the helper thread adds a row of the "
+	  "totals and RSS to `PREFIX.log` (reason `timeline`), so `heapalloc timeline` draws the "
+	  "run between dumps too; the helper runs in the default mode, not with "
+	  "`HEAP_PROFILE_EXACT_TOTALS`; 0 = off" },
 	{ "HEAPALLOC_PROFILE_ROOT", OPT_COUNT, 0, &ha_prof_opt.profile_root, NULL, NULL,
-	  "set by heapalloc for a profiled program's descendants: the root's pid" },
+	  "set by heapalloc, not by you: the profiled root's pid, in its descendants' "
+	  "environment; a descendant prints no `Starting tracking the heap` line (one per process "
+	  "tree) and writes its command line at the top of its dump log" },
 	{ "HEAP_PROFILE_MMAP", OPT_BOOL, 0, &ha_prof_opt.mmap, NULL, NULL,
-	  "also profile the program's mmap, mmap64, mremap and munmap calls (counted in the totals)" },
+	  "also profile the program's `mmap`, `mmap64`, `mremap` and `munmap` calls (gperftools' "
+	  "`HEAP_PROFILE_MMAP` before 2.17); mapped bytes count in the totals" },
 	{ "HEAP_PROFILE_SYMBOLIZE", OPT_BOOL, 1, &ha_prof_opt.symbolize, NULL, NULL,
-	  "profiles served in memory (HTTP endpoint, heapalloc_profile_pprof) carry function names and file:line" },
+	  "heapalloc's own: profiles served from memory (`heapalloc_profile_pprof`, the crate's "
+	  "`pprof_heap()`, the HTTP endpoint) carry function names, file:line and inlined frames, "
+	  "read in the process by the plugin `libheapalloc-sym.so` (docs/reference.md); false = "
+	  "addresses and build IDs only; dump files are never named in-process" },
 	{ "HEAP_PROFILE_CALIBRATE", OPT_BOOL, 1, &ha_prof_opt.calibrate, NULL, NULL,
-	  "scale sampled estimates so that a profile's totals equal the allocator's exact books (not at interval 1)" },
+	  "heapalloc's own: scale a sampled profile's estimates so that its totals equal the "
+	  "allocator's exact books, the figures the dump prints (text lines then carry `@ "
+	  "heapprofile`); false writes pprof's raw estimates with `@ heap_v2/R`; nothing to scale "
+	  "at interval 1" },
 	{ "HEAP_PROFILE_SEED", OPT_COUNT, 0, &ha_prof_opt.seed, NULL, NULL,
-	  "the sampler's seed: the same seed samples the same run alike; 0 a fresh seed per thread" },
+	  "heapalloc's own: the sampler's seed, so that a run is sampled alike each time (threads "
+	  "seeded in the order they first sample); 0 = a fresh seed per thread" },
 	{ "HEAP_PROFILE_HTTP", OPT_STR, 0, NULL, &ha_prof_opt.http, NULL,
-	  "serve /debug/pprof/heap and /allocs on 127.0.0.1:PORT, [::1]:PORT, 0.0.0.0:PORT or unix:PATH; turns sampling on" },
+	  "heapalloc's own: serve `/debug/pprof/heap` and `/debug/pprof/allocs` on "
+	  "`127.0.0.1:PORT`, `[::1]:PORT`, `0.0.0.0:PORT` or `unix:PATH` (port 0: any free one); "
+	  "turns sampling on, writes files only with `HEAPPROFILE`; ignored in setuid programs "
+	  "and in descendants (docs/reference.md)" },
 	{ "HEAP_PROFILE_HTTP_ADDR_FILE", OPT_STR, 0, NULL, &ha_prof_opt.http_addr_file, NULL,
-	  "write the address HEAP_PROFILE_HTTP bound (the port chosen for :0) to this file" },
+	  "heapalloc's own: write the address `HEAP_PROFILE_HTTP` bound (the port picked for port "
+	  "0) to this file; without it, port 0 prints one stderr line with the address" },
 	{ "HEAPALLOC_HTTP_ROOT", OPT_COUNT, 0, &ha_prof_opt.http_root, NULL, NULL,
-	  "set by heapalloc for a serving program's descendants, which do not serve: its pid" },
+	  "set by heapalloc, not by you: the serving process's pid, in its descendants' "
+	  "environment; a descendant does not serve" },
 };
 
 static const char *env_lookup(char *const *e, const char *name)

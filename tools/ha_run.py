@@ -13,7 +13,10 @@ import stat
 import struct
 import subprocess
 
+import ha_options
+
 SIZE_RE = re.compile(r'^[0-9]+(?:[kKmMgGtT]i?)?(?:B|(?<=[kKmMgGtTi])b)?$')
+NUMBER_RE = re.compile(r'^[0-9]+$')
 SIG_NAMES = ('HUP INT QUIT USR1 USR2 PIPE ALRM TERM CHLD CONT TSTP TTIN TTOU URG '
              'XCPU XFSZ VTALRM PROF WINCH IO PWR SYS TRAP').split()
 
@@ -21,7 +24,7 @@ SIG_NAMES = ('HUP INT QUIT USR1 USR2 PIPE ALRM TERM CHLD CONT TSTP TTIN TTOU URG
 def parse_signal(s):
     """The library's signal syntax: a number, a name with or without SIG,
     RTMIN+n or RTMAX-n.  Returns the number or None."""
-    if s.isdigit():
+    if NUMBER_RE.match(s):
         n = int(s)
     else:
         t = s.upper()
@@ -41,28 +44,38 @@ def parse_signal(s):
 
 
 
-# flag -> (variable, kind, metavar, help); the one table of run's options
-OPTIONS = {
-    '--sample': ('HEAP_PROFILE_SAMPLE_INTERVAL', 'size', 'BYTES',
-                 'mean bytes between samples; 1 records every allocation'),
-    '--every-alloc': ('HEAP_PROFILE_ALLOCATION_INTERVAL', 'size', 'SIZE',
-                      'dump every SIZE bytes allocated'),
-    '--inuse': ('HEAP_PROFILE_INUSE_INTERVAL', 'size', 'SIZE',
-                "dump when in-use bytes pass the last dump's high-water mark by SIZE"),
-    '--time': ('HEAP_PROFILE_TIME_INTERVAL', 'seconds', 'SEC', 'dump every SEC seconds'),
-    '--signal': ('HEAPPROFILESIGNAL', 'signal', 'SIG',
-                 'dump when SIG (number or name, e.g. USR2) is delivered'),
-    '--format': ('HEAP_PROFILE_FORMAT', 'format', 'FMT',
-                 'text (PREFIX.NNNN.heap), pprof (PREFIX.NNNN.pb.gz) or both'),
-}
+# flag -> (variable, metavar): the options run takes.  What each one is and
+# its help come from the library's own table (tools/ha_options.py, written
+# from prof/options.c by tools/gen-options), N there read as the metavar.
+FLAGS = (
+    ('--sample', 'HEAP_PROFILE_SAMPLE_INTERVAL', 'BYTES'),
+    ('--every-alloc', 'HEAP_PROFILE_ALLOCATION_INTERVAL', 'SIZE'),
+    ('--inuse', 'HEAP_PROFILE_INUSE_INTERVAL', 'SIZE'),
+    ('--time', 'HEAP_PROFILE_TIME_INTERVAL', 'SEC'),
+    ('--signal', 'HEAPPROFILESIGNAL', 'SIG'),
+    ('--format', 'HEAP_PROFILE_FORMAT', 'FMT'),
+)
+# flag -> (variable, kind, metavar, help)
+OPTIONS = {flag: (var, ha_options.OPTIONS[var][0], metavar,
+                  re.sub(r'\bN\b', metavar, ha_options.OPTIONS[var][2]))
+           for flag, var, metavar in FLAGS}
+
+
+def fits(val, pattern):
+    """val matches pattern and, as the library reads it (prof/options.c),
+    fits in an int64 once its k/M/G/T suffix is applied."""
+    if not pattern.match(val):
+        return False
+    m = re.match(r'^([0-9]+)([kKmMgGtT]?)', val)
+    return int(m.group(1)) << (10 * ' kmgt'.index(m.group(2).lower() or ' ')) < 1 << 63
 
 
 def value_problem(flag, val):
     """Why val is no good for flag, or None."""
     kind = OPTIONS[flag][1]
-    if kind == 'size' and not SIZE_RE.match(val):
+    if kind == 'size' and not fits(val, SIZE_RE):
         return '%s %r is not a size in bytes (such as 524288, 512k, 64M)' % (flag, val)
-    if kind == 'seconds' and not val.isdigit():
+    if kind == 'seconds' and not fits(val, NUMBER_RE):
         return '%s %r is not a whole number of seconds' % (flag, val)
     if kind == 'signal' and parse_signal(val) is None:
         return '%s %r is not a signal that can be caught (a number or a name such as USR2)' % (flag, val)

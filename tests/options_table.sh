@@ -1,0 +1,37 @@
+#!/bin/sh
+# One table of the profiler's variables (prof/options.c): the README's
+# table, heapalloc(3), heapalloc(1)'s run options and tools/ha_options.py
+# are what tools/gen-options writes from it (else: stale, run it); and
+# `heapalloc run` refuses exactly the values the library refuses: each
+# value below is given to run's flag and to the library (its variable,
+# preloaded into true), and one reports it bad exactly when the other does.
+. "$top_srcdir/tests/prof_lib.sh"
+PY=${PYTHON3:-$(command -v python3 || true)}
+[ -n "$PY" ] || { echo "SKIP: python3 not found"; exit 77; }
+"$PY" "$top_srcdir/tools/gen-options" --check || fail "tools/gen-options --check"
+
+# FLAG VARIABLE VALUES...
+agree() {
+	flag=$1 var=$2
+	shift 2
+	for v in "$@"; do
+		"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import ha_run
+sys.exit(1 if ha_run.value_problem(sys.argv[2], sys.argv[3]) else 0)' \
+			"$top_srcdir/tools" "$flag" "$v"
+		cmd=$?
+		env "$var=$v" HEAPPROFILE="$tmp/p" LD_PRELOAD="$HA_LIB" true 2>"$tmp/err"
+		grep -q "^heapalloc: $var=\"" "$tmp/err" && lib=1 || lib=0
+		[ "$cmd" = "$lib" ] ||
+			fail "$flag '$v': the command says $([ $cmd = 1 ] && echo bad || echo good), the library $([ $lib = 1 ] && echo bad || echo good)"
+	done
+}
+sizes='0 1 524288 512k 512K 64M 1g 2T 64MiB 64Mi 64MB 64mb 1kB 7B x -1 1.5M 64Q 64 M 99999999999999999999 8191P 8388607T 8388608T ¹'
+agree --sample HEAP_PROFILE_SAMPLE_INTERVAL $sizes ""
+agree --every-alloc HEAP_PROFILE_ALLOCATION_INTERVAL $sizes
+agree --inuse HEAP_PROFILE_INUSE_INTERVAL $sizes
+agree --time HEAP_PROFILE_TIME_INTERVAL 0 5 60 5s 1k -3 1.5 x ² 9223372036854775807 \
+	9223372036854775808 ""
+agree --signal HEAPPROFILESIGNAL 10 12 USR2 usr2 SIGUSR1 sigterm RTMIN RTMIN+3 RTMAX-2 RTMAX+1 \
+	RTMIN-1 RTMIN+1k 9 KILL SIGSTOP 0 65 1k ³ HUPX ""
+agree --format HEAP_PROFILE_FORMAT text pprof both TEXT Both proto "" x
+finish
