@@ -7,8 +7,15 @@
 # file, the peak of a 12 MiB Vec already dropped, start/stop/running; here:
 # what it links, its exit status and the files it leaves.
 . "$top_srcdir/tests/prof_lib.sh"
+# the version is written once, in configure.ac's AC_INIT: the crate's
+# Cargo.toml repeats it (cargo cannot read it from elsewhere), checked here
+HA_VERSION=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")
+[ -n "$HA_VERSION" ] || { echo "no PACKAGE_VERSION in $top_builddir/config.h"; exit 99; }
+export HA_VERSION
+eq "tools/rust/heapalloc/Cargo.toml's version (configure.ac's AC_INIT)" \
+	"$(sed -n 's/^version = "\(.*\)"$/\1/p' "$top_srcdir/tools/rust/heapalloc/Cargo.toml")" "$HA_VERSION"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
-[ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }
+[ -n "$CARGO" ] || { [ "$fails" -eq 0 ] || exit 1; echo "SKIP: cargo not found"; exit 77; }
 libs="$top_builddir/.libs"
 [ -f "$libs/libheapalloc.so" ] && [ -f "$libs/libheapalloc.a" ] || { echo "missing $libs"; exit 99; }
 # the path dependency ../../tools/rust/heapalloc, as in the source tree
