@@ -16,6 +16,17 @@ SETPRIV=$(command -v setpriv || true)
 root=false
 [ "$(id -u)" = 0 ] && [ -n "$SETPRIV" ] && root=true
 as_nobody() { "$SETPRIV" --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# what nobody runs: the build tree's heapalloc, or, in a tree nobody can
+# reach (a private home, `make distcheck` under mktemp -d), a copy installed
+# into $tmp (make install DESTDIR), with its own library
+HN=$H
+if $root && ! { as_nobody "$H" --version && as_nobody test -r "$HA_LIB"; } >/dev/null 2>&1; then
+	echo "nobody cannot reach $H or $HA_LIB: nobody runs a copy installed into $tmp/stage"
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$top_builddir" install DESTDIR="$tmp/stage" \
+		>"$tmp/install.log" 2>&1 || { echo "make install failed:"; cat "$tmp/install.log"; exit 99; }
+	HN=$(find "$tmp/stage" -path '*/bin/heapalloc' -type f)
+	as_nobody "$HN" --version >/dev/null 2>&1 || { echo "nobody cannot run the staged $HN"; exit 99; }
+fi
 
 # expect WHAT STATUS GOT-STATUS STDOUT FIRST-LINE DIR
 expect() {
@@ -52,7 +63,7 @@ cd "$tmp" || exit 99
 # an output directory this user cannot write
 mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
 if $root; then
-	as_nobody "$H" run -o "$tmp/ro/p" -- sh -c 'echo out; exit 5' >"$tmp/out" 2>"$tmp/err"
+	as_nobody "$HN" run -o "$tmp/ro/p" -- sh -c 'echo out; exit 5' >"$tmp/out" 2>"$tmp/err"
 	expect "unwritable dir" 5 $? out "the output directory $tmp/ro is not writable by nobody (-o $tmp/ro/p)" "$tmp/ro"
 elif [ "$(id -u)" != 0 ]; then
 	"$H" run -o "$tmp/ro/p" -- sh -c 'echo out; exit 5' >"$tmp/out" 2>"$tmp/err"
@@ -64,7 +75,7 @@ fi
 if $root && ! findmnt -n -o OPTIONS -T "$tmp" | grep -qw nosuid; then
 	cp "$W" "$tmp/suid" && chmod 4755 "$tmp/suid" || exit 99
 	mkdir "$tmp/o" && chmod 777 "$tmp/o"
-	as_nobody "$H" run -o "$tmp/o/p" -- "$tmp/suid" status 6 >"$tmp/out" 2>"$tmp/err"
+	as_nobody "$HN" run -o "$tmp/o/p" -- "$tmp/suid" status 6 >"$tmp/out" 2>"$tmp/err"
 	expect "setuid" 6 $? "" \
 		"$tmp/suid is setuid root and runs as nobody: the loader ignores LD_PRELOAD and heapalloc ignores HEAPPROFILE in such a program (run it as its owner, or a copy without the bit)" \
 		"$tmp/o"
@@ -74,7 +85,7 @@ if $root && ! findmnt -n -o OPTIONS -T "$tmp" | grep -qw nosuid; then
 	rm -f "$tmp"/o/*
 	# a setuid script: the kernel ignores the bit, so nothing to say
 	printf '#!/bin/sh\nexit 2\n' >"$tmp/suid.sh" && chmod 4755 "$tmp/suid.sh"
-	as_nobody "$H" run -o "$tmp/o/p" -- "$tmp/suid.sh" >/dev/null 2>"$tmp/err"
+	as_nobody "$HN" run -o "$tmp/o/p" -- "$tmp/suid.sh" >/dev/null 2>"$tmp/err"
 	eq "setuid script: status" $? 2
 	grep -q '^heapalloc: profiling ' "$tmp/err" || fail "setuid script: $(head -1 "$tmp/err")"
 else
