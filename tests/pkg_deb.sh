@@ -1,0 +1,137 @@
+#!/bin/sh
+# tests/pkg_deb.sh — the Debian packages as a user meets them: build them
+# from a copy of the tree (dpkg-buildpackage -us -uc -b; the package build's
+# own tests are left to DEB_BUILD_OPTIONS, nocheck by default here since
+# .ci/run has run the suite), lintian (errors fail, warnings are listed),
+# `apt-get install ./*.deb`, then the README's lines against the installed
+# package: a program linked by `pkg-config --libs heapalloc`, one by
+# `heapalloc-static`, one built without heapalloc run by `heapalloc run`,
+# each profiled with every allocation recorded; go pprof must read its
+# known site's exact bytes (10 blocks of 4096) from each profile, and from
+# heapalloc-symbolize's named copy without the binary.  The packages are
+# purged at the end (also on failure), so later steps test the build tree.
+# Not in `make check` (it installs system-wide): .ci/run runs it.
+# Needs root (or sudo) and dpkg-buildpackage, lintian, go; ends with
+# "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+pass=0 fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { pass=$((pass + 1)); }
+# eq WHAT GOT WANT
+eq() { if [ "$2" = "$3" ]; then ok; else fail "$1: got '$2', want '$3'"; fi; }
+finish() { echo "$pass passed, $fails failed"; [ "$fails" -eq 0 ]; exit; }
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+for t in dpkg-buildpackage lintian go cc pkg-config; do
+	command -v $t >/dev/null || { fail "$t not found (tools/install-deps installs it)"; finish; }
+done
+PKGS="heapalloc libheapalloc-dev libheapalloc0"
+for p in $PKGS; do
+	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		fail "$p is installed already: remove it first (this test installs and purges it)"
+		finish
+	fi
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/pkg_deb.XXXXXX") || exit 1
+installed=false
+cleanup() {
+	$installed && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq $PKGS >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# the tree as committed plus what is not ignored (no build directories)
+mkdir "$work/heapalloc"
+if [ -d "$top/.git" ] || [ -f "$top/.git" ]; then
+	(cd "$top" && git ls-files -co --exclude-standard -z | xargs -0 tar cf - 2>/dev/null) |
+		tar xf - -C "$work/heapalloc"
+else
+	(cd "$top" && tar cf - --exclude='./build*' --exclude=./debian/build .) | tar xf - -C "$work/heapalloc"
+fi
+[ -f "$work/heapalloc/debian/control" ] || { fail "no debian/control in the copy"; finish; }
+
+start=$(date +%s)
+(cd "$work/heapalloc" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS-nocheck} parallel=2" \
+	dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
+	{ tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"; finish; }
+echo "pkg_deb: dpkg-buildpackage took $(($(date +%s) - start)) s"
+for p in $PKGS; do
+	[ -f "$(ls "$work/${p}_"*.deb 2>/dev/null | head -1)" ] && ok || fail "no ${p}_*.deb built"
+done
+
+# lintian: errors fail, the rest is listed
+lintian --info "$work"/*.changes >"$work/lintian.out" 2>&1
+grep '^E: ' "$work/lintian.out" | while read -r l; do echo "lintian error: $l"; done
+eq "lintian errors" "$(grep -c '^E: ' "$work/lintian.out")" 0
+grep -E '^(W|I): ' "$work/lintian.out" | sed 's/^/lintian: /'
+
+# installed as a user installs them
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$work"/*.deb >"$work/apt.log" 2>&1 ||
+	{ cat "$work/apt.log"; fail "apt-get install ./*.deb"; finish; }
+installed=true
+version=$(dpkg-parsechangelog -l "$work/heapalloc/debian/changelog" -S Version)
+eq "pkg-config --modversion heapalloc" "$(pkg-config --modversion heapalloc)" "${version%%-*}"
+for m in heapalloc.1 heapalloc-symbolize.1 heapalloc.3; do
+	[ -f "/usr/share/man/man${m##*.}/$m.gz" ] && ok || fail "man page $m not installed"
+done
+
+cat >"$work/prog.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#ifndef PLAIN
+#include <heapalloc.h>
+#endif
+static void *volatile keep[10];
+__attribute__((noinline)) void leak_site(int i) { keep[i] = malloc(4096); }
+int main(void)
+{
+	for (int i = 0; i < 10; i++)
+		leak_site(i);
+#ifndef PLAIN
+	printf("%s\n", heapalloc_version());
+#endif
+	return 0;
+}
+EOF
+# site FILE BINARY — go pprof's in-use objects and bytes of leak_site
+site() {
+	for idx in inuse_objects inuse_space; do
+		go tool pprof -top -unit=B -nodefraction=0 -sample_index=$idx $2 "$1" 2>/dev/null |
+			awk '$NF == "leak_site" { v = $1; sub(/B$/, "", v); print v; f = 1; exit }
+				END { if (!f) print 0 }'
+	done | tr '\n' ' '
+}
+cd "$work" || exit 1
+# profile NAME CMD... — run under the profiler, every allocation recorded
+profile() {
+	name=$1
+	shift
+	mkdir "$work/$name"
+	HEAPPROFILE="$work/$name/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$@" >"$work/$name.out" 2>"$work/$name.err" ||
+		fail "$name: exit status $?: $(cat "$work/$name.err")"
+}
+# the README's lines, the installed .pc files and library
+cc -g -O1 -o shared prog.c $(pkg-config --cflags --libs heapalloc) || fail "cc ... pkg-config --libs heapalloc"
+cc -g -O1 -o static prog.c $(pkg-config --cflags --libs heapalloc-static) ||
+	fail "cc ... pkg-config --libs heapalloc-static"
+cc -g -O1 -DPLAIN -o plain prog.c || fail "cc plain"
+profile shared ./shared
+eq "shared: version" "$(cat shared.out)" "${version%%-*}"
+eq "shared: libheapalloc.so.0 needed" "$(readelf -dW shared | grep -c 'NEEDED.*\[libheapalloc\.so\.0\]')" 1
+eq "shared: leak_site" "$(site shared/p.0001.heap ./shared)" "10 40960 "
+profile static ./static
+eq "static: no libheapalloc.so needed" "$(readelf -dW static | grep -c 'NEEDED.*libheapalloc')" 0
+eq "static: leak_site" "$(site static/p.0001.heap ./static)" "10 40960 "
+mkdir run
+heapalloc run --sample 1 -o "$work/run/p" -- ./plain >run.out 2>run.err ||
+	fail "heapalloc run: status $?: $(cat run.err)"
+grep -q "^heapalloc: profiling ./plain: profiles go to $work/run/p\.\* (/usr/lib/.*/libheapalloc\.so" run.err ||
+	fail "heapalloc run: $(head -1 run.err)"
+eq "heapalloc run: leak_site" "$(site run/p.0001.heap ./plain)" "10 40960 "
+# named by the installed heapalloc-symbolize: pprof then needs no binary
+heapalloc-symbolize -o named.pb.gz shared/p.0001.heap 2>sym.err || fail "heapalloc-symbolize: $(cat sym.err)"
+mv shared shared.gone
+eq "symbolized: leak_site" "$(site named.pb.gz '')" "10 40960 "
+finish
