@@ -12,7 +12,8 @@
 # purged at the end (also on failure), so later steps test the build tree.
 # Not in `make check` (it installs system-wide): .ci/run runs it.
 # Needs root (or sudo) and dpkg-buildpackage, lintian, go; ends with
-# "N passed, N failed".
+# "N passed, N failed".  HA_DEBS=DIR uses the .debs in DIR instead of
+# building them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fails=0
@@ -27,7 +28,8 @@ for t in dpkg-buildpackage lintian go cc pkg-config; do
 	command -v $t >/dev/null || { fail "$t not found (tools/install-deps installs it)"; finish; }
 done
 PKGS="heapalloc libheapalloc-dev libheapalloc0"
-for p in $PKGS; do
+ALL="$PKGS heapalloc-dbgsym libheapalloc0-dbgsym"
+for p in $ALL; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 		fail "$p is installed already: remove it first (this test installs and purges it)"
 		finish
@@ -36,7 +38,7 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/pkg_deb.XXXXXX") || exit 1
 installed=false
 cleanup() {
-	$installed && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq $PKGS >/dev/null 2>&1
+	$installed && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq $ALL >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -53,10 +55,14 @@ fi
 [ -f "$work/heapalloc/debian/control" ] || { fail "no debian/control in the copy"; finish; }
 
 start=$(date +%s)
-(cd "$work/heapalloc" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS-nocheck} parallel=2" \
-	dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
-	{ tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"; finish; }
-echo "pkg_deb: dpkg-buildpackage took $(($(date +%s) - start)) s"
+if [ -n "${HA_DEBS:-}" ]; then      # .debs built before (e.g. by an earlier run): used as they are
+	cp "$HA_DEBS"/*.deb "$HA_DEBS"/*.changes "$HA_DEBS"/*.buildinfo "$work/" || { fail "no .debs in $HA_DEBS"; finish; }
+else
+	(cd "$work/heapalloc" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS-nocheck} parallel=2" \
+		dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
+		{ tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"; finish; }
+	echo "pkg_deb: dpkg-buildpackage took $(($(date +%s) - start)) s"
+fi
 for p in $PKGS; do
 	[ -f "$(ls "$work/${p}_"*.deb 2>/dev/null | head -1)" ] && ok || fail "no ${p}_*.deb built"
 done
@@ -108,8 +114,8 @@ cd "$work" || exit 1
 profile() {
 	name=$1
 	shift
-	mkdir "$work/$name"
-	HEAPPROFILE="$work/$name/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$@" >"$work/$name.out" 2>"$work/$name.err" ||
+	mkdir "$work/d_$name"
+	HEAPPROFILE="$work/d_$name/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 "$@" >"$work/$name.out" 2>"$work/$name.err" ||
 		fail "$name: exit status $?: $(cat "$work/$name.err")"
 }
 # the README's lines, the installed .pc files and library
@@ -120,18 +126,18 @@ cc -g -O1 -DPLAIN -o plain prog.c || fail "cc plain"
 profile shared ./shared
 eq "shared: version" "$(cat shared.out)" "${version%%-*}"
 eq "shared: libheapalloc.so.0 needed" "$(readelf -dW shared | grep -c 'NEEDED.*\[libheapalloc\.so\.0\]')" 1
-eq "shared: leak_site" "$(site shared/p.0001.heap ./shared)" "10 40960 "
+eq "shared: leak_site" "$(site d_shared/p.0001.heap ./shared)" "10 40960 "
 profile static ./static
 eq "static: no libheapalloc.so needed" "$(readelf -dW static | grep -c 'NEEDED.*libheapalloc')" 0
-eq "static: leak_site" "$(site static/p.0001.heap ./static)" "10 40960 "
-mkdir run
-heapalloc run --sample 1 -o "$work/run/p" -- ./plain >run.out 2>run.err ||
+eq "static: leak_site" "$(site d_static/p.0001.heap ./static)" "10 40960 "
+mkdir d_run
+heapalloc run --sample 1 -o "$work/d_run/p" -- ./plain >run.out 2>run.err ||
 	fail "heapalloc run: status $?: $(cat run.err)"
-grep -q "^heapalloc: profiling ./plain: profiles go to $work/run/p\.\* (/usr/lib/.*/libheapalloc\.so" run.err ||
+grep -q "^heapalloc: profiling ./plain: profiles go to $work/d_run/p\.\* (/usr/lib/.*/libheapalloc\.so" run.err ||
 	fail "heapalloc run: $(head -1 run.err)"
-eq "heapalloc run: leak_site" "$(site run/p.0001.heap ./plain)" "10 40960 "
+eq "heapalloc run: leak_site" "$(site d_run/p.0001.heap ./plain)" "10 40960 "
 # named by the installed heapalloc-symbolize: pprof then needs no binary
-heapalloc-symbolize -o named.pb.gz shared/p.0001.heap 2>sym.err || fail "heapalloc-symbolize: $(cat sym.err)"
+heapalloc-symbolize -o named.pb.gz d_shared/p.0001.heap 2>sym.err || fail "heapalloc-symbolize: $(cat sym.err)"
 mv shared shared.gone
 eq "symbolized: leak_site" "$(site named.pb.gz '')" "10 40960 "
 finish
