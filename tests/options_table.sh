@@ -14,11 +14,14 @@ PY=${PYTHON3:-$(command -v python3 || true)}
 agree() {
 	flag=$1 var=$2
 	shift 2
+	# the command's verdicts, one line each (one interpreter for them all)
+	"$PY" -c 'import sys; sys.dont_write_bytecode = True; sys.path.insert(0, sys.argv[1]); import ha_run
+for v in sys.argv[3:]: print(1 if ha_run.value_problem(sys.argv[2], v) else 0)' \
+		"$top_srcdir/tools" "$flag" "$@" >"$tmp/verdicts" || { fail "$flag: ha_run.value_problem failed"; return; }
+	i=0
 	for v in "$@"; do
-		"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import ha_run
-sys.exit(1 if ha_run.value_problem(sys.argv[2], sys.argv[3]) else 0)' \
-			"$top_srcdir/tools" "$flag" "$v"
-		cmd=$?
+		i=$((i + 1))
+		cmd=$(sed -n "${i}p" "$tmp/verdicts")
 		env "$var=$v" HEAPPROFILE="$tmp/p" LD_PRELOAD="$HA_LIB" true 2>"$tmp/err"
 		grep -q "^heapalloc: $var=\"" "$tmp/err" && lib=1 || lib=0
 		[ "$cmd" = "$lib" ] ||
