@@ -4,8 +4,11 @@
  * symbol of it is linked).  Without libz.so.1 the profile goes out
  * uncompressed, which pprof reads as well, after one stderr line.
  *
- * ha_gzip_load dlopens with no profiler lock held (the entry points call it
- * first); ha_gzip_to loads only if none did, under the caller's dump lock.
+ * ha_gzip_load dlopens with no profiler lock held: a session that writes
+ * pprof files calls it as it starts (a pre-OOM dump may find no address
+ * space left to map zlib), the dump and serving entry points before their
+ * locks; ha_gzip_to never loads (it runs under the dump lock, and prof.h's
+ * rules keep the loader out of that): before a load it writes uncompressed.
  * Never calls the public malloc for zlib's state: it lives in ha_dump_mem
  * memory (raw memory, or the pre-OOM reserve).
  */
@@ -31,6 +34,7 @@ static struct {
 	end_fn end;
 } Z;
 static pthread_once_t Z_once = PTHREAD_ONCE_INIT;
+static int Z_tried;   /* load() ran (atomic) */
 
 static void load(void)
 {
@@ -54,6 +58,7 @@ static void load(void)
 	if (!Z.init)
 		ha_log("heapalloc: cannot load zlib (libz.so.1: %s); pprof profiles are written "
 		       "uncompressed\n", why ? why : "unknown error");
+	__atomic_store_n(&Z_tried, 1, __ATOMIC_RELEASE);
 }
 
 void ha_gzip_load(void)
@@ -87,8 +92,7 @@ static int put(ha_out *dst, const void *p, size_t n)
 
 int ha_gzip_to(ha_out *dst, const char *data, size_t n)
 {
-	ha_gzip_load();
-	if (!Z.init)
+	if (!__atomic_load_n(&Z_tried, __ATOMIC_ACQUIRE) || !Z.init)
 		return put(dst, data, n);   /* no zlib: the protobuf as it is */
 	z_stream z;
 	memset(&z, 0, sizeof z);

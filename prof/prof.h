@@ -465,7 +465,8 @@ void ha_mmaps_postfork_child(void);
  * calls it first, so that dlopen never runs under ha_prof_dump_lock. */
 void ha_gzip_load(void);
 /* gzip data[0..n) to dst: straight to its fd when it has one, else appended
- * to its memory; uncompressed when zlib cannot be loaded.  0 or errno. */
+ * to its memory; uncompressed when zlib cannot be (or was not yet) loaded.
+ * 0 or errno. */
 int ha_gzip_to(ha_out *dst, const char *data, size_t n);
 
 /* ---- pprof.c ------------------------------------------------------------- */
