@@ -69,6 +69,11 @@ static uint32_t decay_checked;    /* ms clock of the last look for idle spans */
 
 void ha_central_init(void)
 {
+	/* zeroed bss already is the initializer on glibc: even reading the
+	 * 47 KiB of centrals would make them resident in every process */
+	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, zero;
+	if (memcmp(&fresh, &zero, sizeof zero) == 0)
+		return;
 	for (unsigned c = 0; c < HA_NCLASSES; c++)
 		pthread_mutex_init(&centrals[c].lock, NULL);
 }

@@ -12,6 +12,7 @@
  *               meta.c           never-freed bookkeeping memory (mmap)
  *   entry       entry.c          malloc family, its two fast paths, glibc
  *               operators.cc     aliases (only files defining libc / C++ names)
+ *               cxx_runtime.c    operator new's C++ runtime pieces, found on failure
  *               mmap.c           mmap, mmap64, munmap, mremap: raw system
  *                                calls; the program's own are counted when
  *                                HEAP_PROFILE_MMAP profiles them

@@ -237,6 +237,8 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
  * first (ha_dump_mem), set only while this dump holds the lock. */
 static int dump_now(const char *reason, int automatic, void *reserve, size_t cap)
 {
+	if (ha_prof_opt.format & HA_FORMAT_PPROF)
+		ha_gzip_load();   /* the first time: dlopen, no lock held */
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);

@@ -27,7 +27,7 @@
  * sample.  Dumps written to files carry addresses only (heapalloc-symbolize
  * names them offline): they may be written under memory pressure.
  *
- * Never calls the public malloc: everything, zlib's state included, lives
+ * Never calls the public malloc: everything, zlib's state included (gzip.c), lives
  * in ha_dump_mem memory (writer.c: raw memory, or the pre-OOM reserve).
  * Holds the table lock only for the snapshot copy; the caller holds ha_prof_dump_lock.  Never uses dl_iterate_phdr
  * (the loader lock): the memory map comes from /proc/self/maps, and ELF
@@ -49,7 +49,6 @@
 #include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "prof/prof.h"
 #include "prof/pb.h"
@@ -697,60 +696,6 @@ out:
 		ha_dump_mem_free(fn_done);
 }
 
-/* zlib's allocator: raw memory, never the public malloc. */
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
-{
-	(void)opaque;
-	if (size && items > SIZE_MAX / size)
-		return Z_NULL;
-	return ha_dump_mem((size_t)items * size);
-}
-
-static void z_free(voidpf opaque, voidpf p)
-{
-	(void)opaque;
-	if (p)
-		ha_dump_mem_free(p);
-}
-
-/* gzip data[0..n) to dst: straight to its fd when it has one, else
- * appended to its memory.  0 or errno. */
-static int gzip_to(ha_out *dst, const char *data, size_t n)
-{
-	z_stream z;
-	memset(&z, 0, sizeof z);
-	z.zalloc = z_alloc;
-	z.zfree = z_free;
-	/* 15 + 16: a gzip wrapper; memLevel 8 (~260 KiB of state) */
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return ENOMEM;
-	enum { CHUNK = 64 * 1024 };
-	unsigned char *out = ha_dump_mem(CHUNK);
-	int err = out ? 0 : ENOMEM;
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)n;     /* a profile is far below 4 GiB */
-	int zr = Z_OK;
-	while (!err && zr != Z_STREAM_END) {
-		z.next_out = out;
-		z.avail_out = CHUNK;
-		zr = deflate(&z, Z_FINISH);
-		if (zr == Z_STREAM_ERROR) {
-			err = EIO;
-			break;
-		}
-		if (dst->fd >= 0) {
-			err = ha_write_all(dst->fd, out, CHUNK - z.avail_out);
-		} else {
-			ha_out_bytes(dst, (const char *)out, CHUNK - z.avail_out);
-			err = dst->err;
-		}
-	}
-	deflateEnd(&z);
-	if (out)
-		ha_dump_mem_free(out);
-	return err;
-}
-
 int ha_pprof_file(const char *path, int64_t r)
 {
 	return ha_pprof_file_from(path, r, NULL);
@@ -766,7 +711,7 @@ struct gz_job {
 static void fill_gz(ha_out *f, void *arg)
 {
 	const struct gz_job *j = arg;
-	int e = gzip_to(f, j->buf, j->len);
+	int e = ha_gzip_to(f, j->buf, j->len);
 	if (e && !f->err)
 		f->err = e;
 }
@@ -801,6 +746,7 @@ int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set)
  * again (ha_dump_mem's reserve is the lock's). */
 int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how)
 {
+	ha_gzip_load();   /* the first time: dlopen, no lock held */
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	const ha_sym_ops *ops = NULL;
@@ -836,7 +782,7 @@ int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pp
 		err = o.err;
 	}
 	if (!err)
-		err = gzip_to(gz, o.buf, o.len);
+		err = ha_gzip_to(gz, o.buf, o.len);
 	if (o.buf)
 		ha_dump_mem_free(o.buf);
 	enc_free(&e);

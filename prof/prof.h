@@ -12,6 +12,7 @@
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
+ *   gzip.c         the gzip of it, through zlib loaded on first use
  *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
  *   calibrate.c    sampled estimates scaled to the books' exact totals
@@ -458,6 +459,15 @@ void ha_mmaps_reset(void);        /* a new session: no mapping recorded */
 void ha_mmaps_lock(void);         /* fork */
 void ha_mmaps_unlock(void);
 void ha_mmaps_postfork_child(void);
+
+/* ---- gzip.c -------------------------------------------------------------- */
+/* Load zlib (once; call with no profiler lock held): a dump entry point
+ * calls it first, so that dlopen never runs under ha_prof_dump_lock. */
+void ha_gzip_load(void);
+/* gzip data[0..n) to dst: straight to its fd when it has one, else appended
+ * to its memory; uncompressed when zlib cannot be (or was not yet) loaded.
+ * 0 or errno. */
+int ha_gzip_to(ha_out *dst, const char *data, size_t n);
 
 /* ---- pprof.c ------------------------------------------------------------- */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.

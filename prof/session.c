@@ -80,6 +80,8 @@ static int start(const char *prefix, int from_env)
 	if (!ha_prof_opt_loaded)      /* an API start before our constructor */
 		ha_options_load();
 	ha_stack_init();              /* dl_iterate_phdr: before any lock */
+	if (files && (ha_prof_opt.format & HA_FORMAT_PPROF))
+		ha_gzip_load();       /* now, not at a pre-OOM dump that could not map it */
 	ha_objmap_init();
 	/* the helper writes the default mode's threshold dumps: started before
 	 * the books' baseline, so that its thread's own start-up memory is not

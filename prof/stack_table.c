@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#define XXH_INLINE_ALL   /* compiled in: no libxxhash.so mapped */
 #include <xxhash.h>
 
 #include "prof/prof.h"

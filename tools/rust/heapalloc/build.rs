@@ -100,9 +100,9 @@ fn main() {
     if stat {
         // -bundle: left for the final link, where +whole-archive applies
         println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=heapalloc");
-        // what the archive refers to (nm -u libheapalloc.a): the back-end,
-        // stack capture, stack table, pprof writer, operator new's bad_alloc
-        for l in ["mimalloc", "unwind", "xxhash", "z", "stdc++"] {
+        // what the archive refers to (nm -u libheapalloc.a): the back-end
+        // and stack capture (zlib is dlopened, the C++ runtime looked up)
+        for l in ["mimalloc", "unwind"] {
             println!("cargo:rustc-link-lib=dylib={l}");
         }
     } else {
