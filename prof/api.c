@@ -62,9 +62,20 @@ HA_EXPORT int heapalloc_profile_start(const char *prefix)
 	return ha_prof_start(prefix, 0);
 }
 
+/* A stop ends what a start (or HEAPPROFILE, or the endpoint) began, and
+ * the always-on sampling takes over again; the always-on sampling itself
+ * is not stopped by the API (HEAP_PROFILE_SAMPLE_INTERVAL=0 is its switch). */
+static void stop(void)
+{
+	if (!ha_prof_running_api())
+		return;
+	ha_prof_stop();
+	ha_prof_background();
+}
+
 HA_EXPORT void heapalloc_profile_stop(void)
 {
-	ha_prof_stop();
+	stop();
 }
 
 HA_EXPORT int heapalloc_profile_dump(const char *reason)
@@ -74,7 +85,7 @@ HA_EXPORT int heapalloc_profile_dump(const char *reason)
 
 HA_EXPORT int heapalloc_profile_running(void)
 {
-	return ha_prof_running();
+	return ha_prof_running_api();
 }
 
 HA_EXPORT void HeapProfilerStart(const char *prefix)
@@ -84,7 +95,7 @@ HA_EXPORT void HeapProfilerStart(const char *prefix)
 
 HA_EXPORT void HeapProfilerStop(void)
 {
-	ha_prof_stop();
+	stop();
 }
 
 HA_EXPORT void HeapProfilerDump(const char *reason)
@@ -94,7 +105,7 @@ HA_EXPORT void HeapProfilerDump(const char *reason)
 
 HA_EXPORT int IsHeapProfilerRunning(void)
 {
-	return ha_prof_running();
+	return ha_prof_running_api();
 }
 
 HA_EXPORT char *GetHeapProfile(void)

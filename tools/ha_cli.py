@@ -8,6 +8,8 @@ import sys
 
 import ha_check
 import ha_growth
+import ha_proc
+import ha_remote
 import ha_run
 import ha_symbolize
 
@@ -34,6 +36,8 @@ COMMANDS = """Commands:
                                   the call sites whose in-use bytes grew most between two dumps
   symbolize ARGS...               heapalloc-symbolize: names, file:line into a .sym.pb.gz
   timeline ARGS...                in-use bytes over a run's dumps
+  dump PID [-o FILE] [--format pprof|text]
+                                  the heap profile of a running process, read from outside
 
 'heapalloc COMMAND --help' describes each command; man heapalloc has more.
 heapalloc --version prints the version.
@@ -67,6 +71,16 @@ in-use objects; then the site: its first frame outside the standard
 libraries (libc, libstdc++, libgcc, heapalloc, Rust's std/alloc/core) with
 file:line, its callers, and in brackets the library frames below it, leaf
 first.  Frames are named by heapalloc-symbolize unless NEW already is."""
+
+
+DUMP_DESC = """The heap profile of the running process PID, read from outside: heapalloc
+samples every process it runs in (nothing to set; HEAP_PROFILE_SAMPLE_INTERVAL=0
+turns it off), and this reads its stack table and books out of the process's
+memory (/proc/PID/mem: the same user and ptrace access as a debugger), without
+running code in it or stopping it, so a stopped or deadlocked process is read
+too.  The profile is the one an in-process dump writes: both sample types,
+calibrated to the allocator's exact totals, names and file:line from the
+process's own files."""
 
 
 def build_parser():
@@ -105,6 +119,16 @@ def build_parser():
                              'the dump (matched by file name or build ID); may be repeated')
     growth.add_argument('--full-names', action='store_true',
                         help='C++ and Rust names with their template arguments and parameters')
+    dump = sub.add_parser('dump', prog=PROG + ' dump', description=DUMP_DESC,
+                          usage='%(prog)s PID [-o FILE] [--format pprof|text]',
+                          formatter_class=argparse.RawDescriptionHelpFormatter,
+                          allow_abbrev=False)
+    dump.add_argument('pid', metavar='PID')
+    dump.add_argument('-o', '--output', metavar='FILE',
+                      help='where to write it (default heapalloc.PID.pb.gz or .heap; - for stdout)')
+    dump.add_argument('--format', default='pprof', metavar='pprof|text',
+                      help='pprof (gzipped profile.proto with names, the default) or text '
+                           '(the gperftools format of HEAPPROFILE dumps)')
     # symbolize and timeline pass every argument on (see main)
     sub.add_parser('symbolize', add_help=False)
     sub.add_parser('timeline', add_help=False)
@@ -168,6 +192,22 @@ def cmd_run(args, where):
     return ha_run.run(args.argv, args.output, variables, sig, where.lib, err)
 
 
+def pid_of(cmd, s):
+    if not s.isdigit() or int(s) <= 0:
+        return None
+    return int(s)
+
+
+def cmd_dump(args, where):
+    pid = pid_of('dump', args.pid)
+    if pid is None:
+        return usage_error('dump', 'PID %r is not a process id' % args.pid)
+    if args.format not in ('pprof', 'text'):
+        return usage_error('dump', '--format %r is not pprof or text' % args.format)
+    ha_proc.READER_VERSION = where.version
+    return ha_remote.dump(where.tools, pid, args.output, args.format, err)
+
+
 def cmd_check(args, where):
     return ha_check.check(args.files)
 
@@ -179,4 +219,4 @@ def cmd_growth(args, where):
                             args.full_names, err)
 
 
-COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth}
+COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth, 'dump': cmd_dump}
