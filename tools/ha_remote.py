@@ -432,3 +432,196 @@ def dump(tool_dir, pid, out, fmt, err):
         % (pid, a - f, a, len(prof.lines), '' if prof.calibrated or prof.rate <= 1 else
            ' (not calibrated)', 'stdout' if out == '-' else out))
     return 0
+
+
+def human(n):
+    for unit, size in (('GiB', 1 << 30), ('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if abs(n) >= size:
+            return '%.1f %s' % (n / size, unit)
+    return '%d B' % n
+
+
+def _peak_rss(pid):
+    f = ha_proc._status_field(pid, 'VmHWM')
+    return int(f[0]) * 1024 if f else 0
+
+
+class Top:
+    """One refresh after another: the sites named once (frames carried
+    from refresh to refresh; heapalloc-symbolize runs only for addresses
+    not seen before)."""
+
+    def __init__(self, tool_dir, pid, rows, err):
+        self.tool_dir, self.pid, self.rows, self.err = tool_dir, pid, rows, err
+        self.frames = {}
+        self.modules = []
+        self.prev = None
+        self.high = 0
+        self.warned = False
+
+    def refresh(self):
+        import ha_dump
+        import ha_growth
+        import ha_pb
+        prof, text, maps, mem = read_profile(self.pid)
+        try:
+            raw = gzip.compress(encode_pprof(prof, self.pid, mem, maps), 1)
+        finally:
+            mem.close()
+        d = tempfile.mkdtemp(prefix='heapalloc.')
+        try:
+            p = os.path.join(d, 'top.pb.gz')
+            with open(p, 'wb') as f:
+                f.write(raw)
+            D = ha_dump.load(p)
+            for a, fr in self.frames.items():
+                D.frames.setdefault(a, fr)
+            D.modules += [m for m in self.modules if m not in D.modules]
+            keys = sorted(D.stacks, key=lambda k: -D.stacks[k][1])[:4 * self.rows]
+            if D.unnamed(keys):
+                named, warns = name_profile(self.tool_dir, self.pid, maps, raw)
+                if warns and not self.warned:
+                    for w in warns:
+                        self.err('top: %s' % w)
+                    self.warned = True
+                if named:
+                    D.name_from(ha_pb.read_profile(named))
+                    self.frames.update(D.frames)
+                    self.modules = D.modules
+                # what is still unnamed stays an address: not asked again
+                for k in keys:
+                    for a in k:
+                        self.frames.setdefault(a, D.frames.get(a) or [])
+                        if a not in D.frames and self.frames[a]:
+                            D.frames[a] = self.frames[a]
+            cache = {}
+            sites = {}
+            for k in D.stacks:
+                if not D.frames.get(k[0]) and k[0] in self.frames:
+                    D.frames.pop(k[0], None)
+                t = sites.setdefault(ha_growth.site(D, k, False, cache), [0.0, 0.0])
+                t[0] += D.stacks[k][0]
+                t[1] += D.stacks[k][1]
+        finally:
+            import shutil
+            shutil.rmtree(d, ignore_errors=True)
+        a, f = prof.totals
+        inuse = a - f
+        self.high = max(self.high, inuse)
+        prev = self.prev
+        self.prev = {s: v[1] for s, v in sites.items()}
+        order = sorted(sites.items(), key=lambda kv: (-kv[1][1], kv[0]))[:self.rows]
+        r = prof.snap.root
+        out = ['heapalloc top: pid %d  %s' % (self.pid, ha_proc.cmdline(self.pid)[:60]),
+               'in use %s   allocated %s   (exact, since heapalloc started)   RSS %s   '
+               'peak: RSS %s, in use %s seen' % (human(inuse), human(a), human(ha_proc.rss(self.pid)),
+                                                 human(_peak_rss(self.pid)), human(self.high)),
+               'sampled every %s; %d sites; %s' % (human(r.rate), len(sites), time.strftime(
+                   '%H:%M:%S')),
+               '%11s %11s %9s  %s' % ('in use', 'change', 'objects', 'site (first frame of the '
+                                      'program, file:line, then its callers)')]
+        for s, (objs, size) in order:
+            ch = size - prev.get(s, 0) if prev is not None else 0
+            out.append('%11s %11s %9d  %s' % (human(size), ('+' if ch > 0 else '') + human(ch)
+                                              if prev is not None else '', round(objs), s))
+        return '\n'.join(out) + '\n'
+
+
+def top(tool_dir, pid, count, interval, rows, err):
+    """count: refreshes in plain text (0: a live screen until ^C)."""
+    t = Top(tool_dir, pid, rows, err)
+    live = count == 0
+    n = 0
+    try:
+        while True:
+            try:
+                screen = t.refresh()
+            except ha_proc.ProcError as e:
+                err('top: %s' % e)
+                return 1
+            if live:
+                sys.stdout.write('\x1b[H\x1b[2J' + screen)
+            else:
+                sys.stdout.write(('\n' if n else '') + screen)
+            sys.stdout.flush()
+            n += 1
+            if not live and n >= count:
+                return 0
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        return 0
+
+
+def serve(tool_dir, pid, addr, err):
+    """/debug/pprof/heap and /allocs of pid on addr (HOST:PORT), built per
+    request by the code dump uses, until interrupted or the process exits."""
+    import http.server
+    host, _, port = addr.rpartition(':')
+    host = host.strip('[]') or '127.0.0.1'
+    if not port.isdigit() or int(port) > 65535:
+        err('serve: %r is not HOST:PORT' % addr)
+        return 2
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = 'HTTP/1.0'
+
+        def log_message(self, *a):
+            pass
+
+        def answer(self, code, ctype, body):
+            self.send_response(code)
+            self.send_header('Content-Type', ctype)
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            if self.command != 'HEAD':
+                self.wfile.write(body)
+
+        def do_GET(self):
+            path, _, query = self.path.partition('?')
+            if path in ('/debug/pprof', '/debug/pprof/'):
+                return self.answer(200, 'text/html', (
+                    '<html><body><a href="heap">heap</a> (in use)<br><a href="allocs">allocs</a> '
+                    '(allocated) of process %d, read from outside</body></html>\n' % pid).encode())
+            if path not in ('/debug/pprof/heap', '/debug/pprof/allocs'):
+                return self.answer(404, 'text/plain', b'not found\n')
+            text = 'debug=1' in query.split('&')
+            try:
+                data, _, _ = profile_bytes(tool_dir, pid, 'text' if text else 'pprof',
+                                           alloc_default=path.endswith('allocs'))
+            except ha_proc.ProcError as e:
+                err('serve: %s' % e)
+                self.answer(503, 'text/plain', (str(e) + '\n').encode())
+                if not ha_proc.alive(pid):
+                    self.server.gone = True
+                return
+            self.answer(200, 'text/plain; charset=utf-8' if text else 'application/octet-stream',
+                        data)
+
+        do_HEAD = do_GET
+
+    try:
+        fam = http.server.HTTPServer
+        if ':' in host:
+            import socket
+
+            class V6(http.server.HTTPServer):
+                address_family = socket.AF_INET6
+            fam = V6
+        srv = fam((host, int(port)), Handler)
+    except OSError as e:
+        err('serve: cannot listen on %s: %s' % (addr, e.strerror))
+        return 1
+    srv.gone = False
+    h, p = srv.server_address[:2]
+    err('serve: process %d on http://%s:%d/debug/pprof/' % (pid, '[%s]' % h if ':' in h else h, p))
+    try:
+        while not srv.gone:
+            srv.handle_request()
+            if not ha_proc.alive(pid):
+                err('serve: process %d exited' % pid)
+                return 1
+    except KeyboardInterrupt:
+        pass
+    return 1 if srv.gone else 0
