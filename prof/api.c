@@ -114,7 +114,7 @@ HA_EXPORT char *GetHeapProfile(void)
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
-	if (ha_prof_running())
+	if (ha_prof_running_api())     /* the always-on sampling: read from outside */
 		ha_writer_profile(&o, ha_prof_rate());
 	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
@@ -135,6 +135,8 @@ HA_EXPORT int heapalloc_profile_pprof(void **buf, size_t *len)
 		return EINVAL;
 	*buf = NULL;
 	*len = 0;
+	if (!ha_prof_running_api())
+		return ENOENT;            /* the always-on sampling: read from outside */
 	ha_out gz = { NULL, 0, 0, -1, 0 };
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;

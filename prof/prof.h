@@ -143,7 +143,8 @@ static inline void ha_plock_unlock(ha_plock *l)
 /* ---- options.c ----------------------------------------------------------- */
 typedef struct ha_prof_options {
 	const char *prefix;       /* HEAPPROFILE (points into environ) or NULL */
-	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL */
+	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL (0 given: the default) */
+	int64_t always_on;        /* sampling with nothing set: the variable is not 0 */
 	int64_t alloc_interval;   /* HEAP_PROFILE_ALLOCATION_INTERVAL */
 	int64_t dealloc_interval; /* HEAP_PROFILE_DEALLOCATION_INTERVAL */
 	int64_t inuse_interval;   /* HEAP_PROFILE_INUSE_INTERVAL */

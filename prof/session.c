@@ -184,11 +184,13 @@ int ha_prof_start(const char *prefix, int from_env)
 }
 
 /* HEAP_PROFILE_SAMPLE_INTERVAL=0 is the off switch of the always-on
- * sampling (a session asked for, by HEAPPROFILE or the API, then records
- * every allocation, as with 1). */
+ * sampling (a session asked for, by HEAPPROFILE or the API, then samples
+ * at the default interval). */
 static int background_on(void)
 {
-	return ha_prof_opt.sample_interval > 0;
+	if (!ha_prof_opt_loaded)
+		ha_options_load();
+	return ha_prof_opt.always_on != 0;
 }
 
 void ha_prof_background(void)

@@ -9,9 +9,10 @@
 # books (heapalloc_get_stats) to the byte, names and file:line with the
 # binary gone, and the comments the pid and command.  The same from the
 # process SIGSTOPped and deadlocked inside the allocator with its lock
-# held; 40 dumps in a row of a 4-thread churn leave it unchanged; each
-# error (no heapalloc, no process, a zombie, an unknown layout, another
-# user) is one stderr line and exit status 1.
+# held; 40 dumps in a row of a 4-thread churn leave it unchanged; `top -n
+# 3` of a growing heap puts the growing site first; `serve` answers go tool
+# pprof; each error (no heapalloc, no process, a zombie, an unknown layout,
+# another user) is one stderr line and exit status 1.
 . "$top_srcdir/tests/names_lib.sh"
 unset HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_HTTP HEAP_PROFILE_FORMAT HEAP_PROFILE_CALIBRATE
 H="$top_builddir/tools/heapalloc"
@@ -175,6 +176,39 @@ eq "churn: output" "$(cat "$tmp/prog.out")" "churn 4"
 eq "churn: stderr" "$(cat "$tmp/prog.err")" ""
 eq "churn: no file in its directory" "$(ls "$tmp/cwd")" ""
 
+# --- top -n 3 of a growing heap: the growing site leads, growing -----------
+start grow
+timeout 120 "$H" top $pid -n 3 >"$tmp/top.out" 2>"$tmp/top.err" || fail "top: exited $?: $(cat "$tmp/top.err")"
+eq "top: three views" "$(grep -c '^heapalloc top: pid '"$pid" "$tmp/top.out")" 3
+last=$(awk '/^heapalloc top:/ { v = "" } { v = v $0 "\n" } END { printf "%s", v }' "$tmp/top.out")
+first=$(printf "$last" | sed -n '5p')
+case $first in
+*'+'*'site_grow remote_sites.c:'*) ;;
+*) fail "top: the last view's first site is not site_grow, growing: $first" ;;
+esac
+printf "$last" | sed -n '2p' | grep -q '^in use .* allocated .* RSS .* peak: RSS' ||
+	fail "top: no totals line: $(printf "$last" | sed -n '2p')"
+eq "top: stderr" "$(cat "$tmp/top.err")" ""
+
+# --- serve: go tool pprof URL reads it, named ------------------------------
+"$H" serve $pid 127.0.0.1:0 2>"$tmp/serve.err" &
+spid=$!
+i=0
+while ! grep -q 'http://' "$tmp/serve.err" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+url=$(sed -n 's/.* on \(http:.*\)$/\1/p' "$tmp/serve.err")
+[ -n "$url" ] || fail "serve: no address: $(cat "$tmp/serve.err")"
+timeout 120 "$GO" tool pprof -raw "${url}heap" >"$tmp/served.raw" 2>"$tmp/served.err" ||
+	fail "serve: go tool pprof: $(cat "$tmp/served.err")"
+grep -q 'site_grow.*remote_sites.c' "$tmp/served.raw" || grep -q 'site_grow' "$tmp/served.raw" ||
+	fail "serve: no site_grow in the served profile"
+timeout 120 "$GO" tool pprof -top -sample_index=alloc_space "${url}allocs" >"$tmp/allocs.top" 2>&1 ||
+	fail "serve: allocs: $(cat "$tmp/allocs.top")"
+grep -q 'site_gone' "$tmp/allocs.top" || fail "serve: allocs has no site_gone: $(head -20 "$tmp/allocs.top")"
+kill $spid
+wait $spid 2>/dev/null
+stop
+eq "grow: exit status" $status 0
+
 # --- errors: one line each, exit status 1 ----------------------------------
 # err NAME PATTERN PID — the dump of PID fails with one line matching PATTERN
 err() {
@@ -199,7 +233,8 @@ if p == 0:
 open(sys.argv[1], 'w').write(str(p))
 time.sleep(5)" "$tmp/zpid" &
 shpid=$!
-sleep 1
+i=0
+while [ ! -s "$tmp/zpid" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 err zombie "process $(cat "$tmp/zpid") exited while it was being read" "$(cat "$tmp/zpid")"
 wait $shpid
 # another user (when this runs as root and setpriv exists)
