@@ -3,7 +3,7 @@
 # set nothing, read from outside.  tests/remote_sites.c (built as a user
 # builds it, libheapalloc preloaded, no profiling variable) keeps 32 MiB at
 # site_big and 16 MiB at site_small, and frees everything site_gone made;
-# its binary is deleted before the dump.  The named profile must give each
+# its binary is deleted before the dump; the same built as C++.  The named profile must give each
 # site its bytes within 4 of the standard errors it states (label
 # sampling_error), site_gone nothing in use, the totals the program's own
 # books (heapalloc_get_stats) to the byte, names and file:line with the
@@ -18,14 +18,16 @@ unset HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_HTTP HEAP_PROFILE_FORMAT HEAP_PR
 H="$top_builddir/tools/heapalloc"
 PY=${PYTHON3:-python3}
 CC=${CC:-cc}
-$CC -O2 -g -o "$tmp/bin/sites" "$top_srcdir/tests/remote_sites.c" -ldl -lpthread 2>"$tmp/cc.err" ||
-	{ cat "$tmp/cc.err"; echo "cannot build remote_sites"; exit 99; }
+CXX=${CXX:-c++}
+$CC -O2 -g -o "$tmp/bin/sites" "$top_srcdir/tests/remote_sites.c" -ldl -lpthread 2>"$tmp/cc.err" &&
+	$CXX -O2 -g -x c++ -o "$tmp/bin/sites_cxx" "$top_srcdir/tests/remote_sites.c" -ldl -lpthread \
+		2>>"$tmp/cc.err" || { cat "$tmp/cc.err"; echo "cannot build remote_sites"; exit 99; }
 mkdir "$tmp/run" "$tmp/cwd"
 
-# start MODE — run a copy of the program (no variable), wait for READY,
-# delete the copy; $pid, stdin held open through the fifo $tmp/in
+# start MODE [BIN] — run a copy of the program (no variable), wait for
+# READY, delete the copy; $pid, stdin held open through the fifo $tmp/in
 start() {
-	cp "$tmp/bin/sites" "$tmp/run/prog" || exit 99
+	cp "$tmp/bin/${2:-sites}" "$tmp/run/prog" || exit 99
 	rm -f "$tmp/ready" "$tmp/in"
 	mkfifo "$tmp/in"
 	(cd "$tmp/cwd" && exec env LD_PRELOAD="$HA_LIB" "$tmp/run/prog" "$tmp/ready" "$1" \
@@ -85,7 +87,7 @@ def site(name):
         for l in locs:
             for fn, line in p.locations[l].lines:
                 fns.append((p.functions[fn].name, p.functions[fn].filename, line))
-        hit = [x for x in fns if x[0] == name]
+        hit = [x for x in fns if x[0] == name or x[0].startswith(name + '(')]
         if hit:
             inuse += vals[ii]
             files.add('%s:%d' % (hit[0][1].split('/')[-1], hit[0][2]))
@@ -156,16 +158,24 @@ stop
 eq "hold: exit status" $status 0
 eq "hold: no file in its directory" "$(ls "$tmp/cwd")" ""
 
+# --- the same program as C++ (operator new), its binary deleted ------------
+start hold sites_cxx
+dump cxx
+check cxx 1 >"$tmp/cxx.check"
+stop
+eq "cxx: exit status" $status 0
+
 # --- deadlocked inside the allocator with its lock held --------------------
 start lock
 dump lock
 check lock 0 >"$tmp/lock.check"
 stop
 
-# --- 40 dumps in a row of a 4-thread churn: it runs on unchanged -----------
+# --- 40 dumps (REMOTE_DUMPS) in a row of a 4-thread churn: it runs on
+# unchanged ------------------------------------------------------------------
 start churn
 i=0
-while [ $i -lt 40 ]; do
+while [ $i -lt "${REMOTE_DUMPS:-40}" ]; do
 	timeout 60 "$H" dump $pid --format text -o "$tmp/churn.heap" 2>"$tmp/churn.err" ||
 		{ fail "churn dump $i: $(cat "$tmp/churn.err")"; break; }
 	i=$((i + 1))

@@ -1,7 +1,7 @@
 /* tests/remote_sites.c — a program with known call sites, run with
  * libheapalloc preloaded and no profiling variable, for `heapalloc dump PID`
  * (tests/remote_dump.sh).  Built by the test as a user builds a program
- * (-O2 -g, not linked with heapalloc).
+ * (-O2 -g, not linked with heapalloc), as C and as C++.
  *
  *   remote_sites READY MODE
  * keeps site_big's 512 blocks of 64 KiB (32 MiB) and site_small's 32768
@@ -19,7 +19,9 @@
  *   churn  4 threads allocate and free until stdin closes, then it prints
  *          a checksum of their work (the same on every run).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -33,6 +35,15 @@
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
+/* Built as C++ too (g++ -x c++): the sites then allocate with operator new. */
+#ifdef __cplusplus
+#include <new>
+#define ALLOC(n) ::operator new(n)
+#define FREE(p) ::operator delete(p)
+#else
+#define ALLOC(n) malloc(n)
+#define FREE(p) free(p)
+#endif
 
 void *keep[40000];
 static size_t nkeep;
@@ -40,19 +51,19 @@ static size_t nkeep;
 NOINLINE void site_big(void)
 {
 	for (int i = 0; i < 512; i++)
-		keep[nkeep++] = memset(malloc(65536), 1, 64);
+		keep[nkeep++] = memset(ALLOC(65536), 1, 64);
 }
 
 NOINLINE void site_small(void)
 {
 	for (int i = 0; i < 32768; i++)
-		keep[nkeep++] = memset(malloc(512), 2, 16);
+		keep[nkeep++] = memset(ALLOC(512), 2, 16);
 }
 
 NOINLINE void site_gone(void)
 {
 	for (int i = 0; i < 1000; i++)
-		free(memset(malloc(65536), 3, 64));
+		FREE(memset(ALLOC(65536), 3, 64));
 }
 
 static volatile int stop;

@@ -306,21 +306,29 @@ def read_root(mem, addr, pid):
     return r
 
 
+_U16, _U32, _QQ = struct.Struct('<H'), struct.Struct('<I'), struct.Struct('<QQ')
+_PCS = {}
+
+
 def _bucket(r, buf, off, want_idx):
     """A Line from the bucket at buf[off:], or None when it is torn or not
     bucket want_idx."""
     if off + r.b_pcs > len(buf):
         return None
-    depth = struct.unpack_from('<H', buf, off + r.b_depth)[0]
-    idx = struct.unpack_from('<I', buf, off + r.b_idx)[0]
+    depth = _U16.unpack_from(buf, off + r.b_depth)[0]
+    idx = _U32.unpack_from(buf, off + r.b_idx)[0]
     if idx != want_idx or depth > r.depth_max or off + r.b_pcs + 8 * depth > len(buf):
         return None
     l = Line()
-    ac, ab = struct.unpack_from('<QQ', buf, off + r.b_alloc_count)
-    fc, fb = struct.unpack_from('<QQ', buf, off + r.b_free_count)
+    ac, ab = _QQ.unpack_from(buf, off + r.b_alloc_count)
+    fc, fb = _QQ.unpack_from(buf, off + r.b_free_count)
     l.alloc_count, l.alloc_bytes = ac, ab
-    l.free_count, l.free_bytes = min(fc, ac), min(fb, ab)   # frees never exceed allocations
-    l.pcs = struct.unpack_from('<%dQ' % depth, buf, off + r.b_pcs)
+    l.free_count = fc if fc < ac else ac      # frees never exceed allocations
+    l.free_bytes = fb if fb < ab else ab
+    st = _PCS.get(depth)
+    if st is None:
+        st = _PCS[depth] = struct.Struct('<%dQ' % depth)
+    l.pcs = st.unpack_from(buf, off + r.b_pcs)
     return l
 
 
