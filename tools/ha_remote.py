@@ -35,14 +35,15 @@ def rse(c, b, r):
 
 
 def _round_to(x, k, total):
-    """Column k of x rounded so that it adds up to total (largest
-    remainder, ties to the earlier line, 4096 bins as calibrate.c)."""
+    """Column k of x rounded so that it adds up to total: the floors, then
+    one more for the largest fractions (ties to the earlier line), as
+    calibrate.c (which bins the fractions in 4096 steps)."""
     n = len(x)
     out = [int(v[k]) if v[k] > 0 else 0 for v in x]
     if not n:
         return out
     s = sum(out)
-    big = max(range(n), key=lambda i: (out[i], -i))
+    big = max(range(n), key=out.__getitem__)
     if s > total:
         out[big] -= min(s - total, out[big])
         return out
@@ -50,9 +51,10 @@ def _round_to(x, k, total):
     if d > n:
         out[big] += d - n
         d = n
-    bins = [min(int((v[k] - math.floor(v[k])) * 4096), 4095) if v[k] > 0 else 0 for v in x]
-    for i in sorted(range(n), key=lambda i: (-bins[i], i))[:d]:
-        out[i] += 1
+    if d:
+        frac = [v[k] - f for v, f in zip(x, out)]
+        for i in sorted(range(n), key=frac.__getitem__, reverse=True)[:d]:
+            out[i] += 1
     return out
 
 
@@ -234,9 +236,16 @@ def text_profile(prof, maps_txt):
             t = [a + b for a, b in zip(t, row)]
         head = 'heap profile: %s heap_v2/%d\n' % (counts(*t), prof.rate)
     out = [head]
+    shown = {}                  # a return address as written (stacks share most)
     for l, row in zip(prof.lines, rows):
-        out.append(counts(*row) + ''.join(' 0x%016x' % (pc - (d == 0))
-                                          for d, pc in enumerate(l.pcs)) + '\n')
+        leaf = l.pcs[:1]
+        frames = [' 0x%016x' % (pc - 1) for pc in leaf]
+        for pc in l.pcs[1:]:
+            t = shown.get(pc)
+            if t is None:
+                t = shown[pc] = ' 0x%016x' % pc
+            frames.append(t)
+        out.append(counts(*row) + ''.join(frames) + '\n')
     out.append('\nMAPPED_LIBRARIES:\n')
     out.append(maps_txt)
     return ''.join(out).encode()
