@@ -398,7 +398,16 @@ def profile_bytes(tool_dir, pid, fmt, names=True, alloc_default=False):
 
 def write_atomic(path, data):
     """data to path through path.tmp and a rename: never a half-written
-    file under the final name."""
+    file under the final name.  Something not a regular file (/dev/null, a
+    FIFO) is written in place, never replaced."""
+    import stat
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, 'wb') as f:
+                f.write(data)
+            return
+    except FileNotFoundError:
+        pass
     tmp = path + '.tmp'
     try:
         os.unlink(tmp)
