@@ -12,7 +12,7 @@
 # held; 40 dumps in a row of a 4-thread churn leave it unchanged; `top -n
 # 3` of a growing heap puts the growing site first; `serve` answers go tool
 # pprof; each error (no heapalloc, no process, a zombie, an unknown layout,
-# another user) is one stderr line and exit status 1.
+# sampling switched off, another user) is one stderr line and exit status 1.
 . "$top_srcdir/tests/names_lib.sh"
 unset HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_HTTP HEAP_PROFILE_FORMAT HEAP_PROFILE_CALIBRATE
 H="$top_builddir/tools/heapalloc"
@@ -234,6 +234,13 @@ err nolib "process $spid does not run heapalloc" $spid
 kill $spid
 wait $spid 2>/dev/null
 err gone "no process $spid" $spid
+# the always-on sampling switched off: nothing to dump, said so
+(sleep 60 | env LD_PRELOAD="$HA_LIB" HEAP_PROFILE_SAMPLE_INTERVAL=0 "$tmp/bin/sites" "$tmp/ready.off" hold) &
+i=0
+while [ ! -f "$tmp/ready.off" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+opid=$(pgrep -n -f "$tmp/ready.off")
+err off "process $opid runs heapalloc .* with sampling off (HEAP_PROFILE_SAMPLE_INTERVAL=0)" "$opid"
+kill "$opid"
 # a zombie (exited, not reaped): it has nothing to read
 "$PY" -c "
 import os, sys, time
