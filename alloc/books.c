@@ -105,6 +105,22 @@ void ha_books_totals(uint64_t out[2], uint64_t req[2])
 	req[1] = s[5] - o[3];
 }
 
+void ha_alloc_books_layout(ha_books_layout *out)
+{
+	out->registry = (uint64_t)(uintptr_t)ha_tcache_registry();
+	out->retired = (uint64_t)(uintptr_t)retired;
+	out->own = (uint64_t)(uintptr_t)own;
+	out->node_size = sizeof(ha_tnode);
+	out->node_next = offsetof(ha_tnode, next);
+	out->node_live = offsetof(ha_tnode, live);
+	out->node_alloc = offsetof(ha_tnode, alloc_bytes);
+	out->node_net = offsetof(ha_tnode, net_bytes);
+	out->node_big = offsetof(ha_tnode, big_bytes);
+	out->node_cached = offsetof(ha_tnode, cached_bytes);
+	out->node_req_alloc = offsetof(ha_tnode, req_alloc_bytes);
+	out->node_req_free = offsetof(ha_tnode, req_free_bytes);
+}
+
 /* This thread's own figures, exact: allocated, in use (what it took from
  * the central cache and big blocks, less what its cache holds), req. */
 static int own_mark(int64_t m[4])

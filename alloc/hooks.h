@@ -126,6 +126,20 @@ unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap);
 void ha_alloc_watch_frees(int on);
 /* Threads with a live cache (racy: a thread may be exiting). */
 unsigned ha_alloc_threads(void);
+/* Where the books live, for a reader outside the process (prof/remote.c
+ * publishes it; docs/reference.md, "Reading a process from outside"):
+ * registry, the address of the head of the thread records (ha_tnode, a
+ * list linked by `next`, append-only, records recycled, never freed);
+ * retired, uint64_t[5] (allocated, net, big, requested allocated and
+ * freed of exited threads); own, uint64_t[4] (the profiler's own use:
+ * allocated, in use, requested allocated and freed); the byte offsets of
+ * a record's fields.  ha_books_totals is the formula. */
+typedef struct ha_books_layout {
+	uint64_t registry, retired, own;
+	uint16_t node_size, node_next, node_live, node_alloc, node_net, node_big,
+		 node_cached, node_req_alloc, node_req_free;
+} ha_books_layout;
+void ha_alloc_books_layout(ha_books_layout *out);
 
 enum { HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT };
 /* Switch profiling to mode: every thread's next slow path (at most a

@@ -461,6 +461,8 @@ void ha_books_retire(ha_tnode *nd);
 void ha_books_totals(uint64_t out[2], uint64_t req[2]);
 /* Registry walk behind ha_books_totals (thread_cache.c). */
 void ha_tcache_sum(uint64_t out[6]);
+/* The registry's head, for ha_alloc_books_layout. */
+ha_tnode **ha_tcache_registry(void);
 
 void ha_tcache_prefork(void);
 void ha_tcache_postfork(int child);

@@ -388,6 +388,11 @@ uint64_t ha_tcache_count(uint64_t *bytes)
 	return n;
 }
 
+ha_tnode **ha_tcache_registry(void)
+{
+	return &registry;
+}
+
 void ha_tcache_sum(uint64_t out[6])
 {
 	for (int i = 0; i < 6; i++)

@@ -62,9 +62,20 @@ HA_EXPORT int heapalloc_profile_start(const char *prefix)
 	return ha_prof_start(prefix, 0);
 }
 
+/* A stop ends what a start (or HEAPPROFILE, or the endpoint) began, and
+ * the always-on sampling takes over again; the always-on sampling itself
+ * is not stopped by the API (HEAP_PROFILE_SAMPLE_INTERVAL=0 is its switch). */
+static void stop(void)
+{
+	if (!ha_prof_running_api())
+		return;
+	ha_prof_stop();
+	ha_prof_background();
+}
+
 HA_EXPORT void heapalloc_profile_stop(void)
 {
-	ha_prof_stop();
+	stop();
 }
 
 HA_EXPORT int heapalloc_profile_dump(const char *reason)
@@ -74,7 +85,7 @@ HA_EXPORT int heapalloc_profile_dump(const char *reason)
 
 HA_EXPORT int heapalloc_profile_running(void)
 {
-	return ha_prof_running();
+	return ha_prof_running_api();
 }
 
 HA_EXPORT void HeapProfilerStart(const char *prefix)
@@ -84,7 +95,7 @@ HA_EXPORT void HeapProfilerStart(const char *prefix)
 
 HA_EXPORT void HeapProfilerStop(void)
 {
-	ha_prof_stop();
+	stop();
 }
 
 HA_EXPORT void HeapProfilerDump(const char *reason)
@@ -94,7 +105,7 @@ HA_EXPORT void HeapProfilerDump(const char *reason)
 
 HA_EXPORT int IsHeapProfilerRunning(void)
 {
-	return ha_prof_running();
+	return ha_prof_running_api();
 }
 
 HA_EXPORT char *GetHeapProfile(void)
@@ -103,7 +114,7 @@ HA_EXPORT char *GetHeapProfile(void)
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
-	if (ha_prof_running())
+	if (ha_prof_running_api())     /* the always-on sampling: read from outside */
 		ha_writer_profile(&o, ha_prof_rate());
 	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
@@ -124,6 +135,8 @@ HA_EXPORT int heapalloc_profile_pprof(void **buf, size_t *len)
 		return EINVAL;
 	*buf = NULL;
 	*len = 0;
+	if (!ha_prof_running_api())
+		return ENOENT;            /* the always-on sampling: read from outside */
 	ha_out gz = { NULL, 0, 0, -1, 0 };
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <stddef.h>
+
 #include "prof/prof.h"
+#include "prof/root.h"
 
 #define NSTRIPES 64
 #define MIN_SLOTS 256             /* 4 KiB: one page; sizes stay multiples */
@@ -309,4 +312,16 @@ void ha_objmap_stats(uint64_t *objects, uint64_t *memory)
 	}
 	*objects = o;
 	*memory = m;
+}
+
+void ha_objmap_root(struct ha_root_objmap *m)
+{
+	m->stripes = (uint64_t)(uintptr_t)stripes;
+	m->nstripes = NSTRIPES;
+	m->stripe_size = sizeof(stripe);
+	m->s_slots = offsetof(stripe, s);
+	m->s_n = offsetof(stripe, n);
+	m->s_used = offsetof(stripe, used);
+	m->slot_size = sizeof(slot);
+	m->addr_bits = ADDR_BITS;
 }

@@ -44,7 +44,7 @@ static const opt_row rows[] = {
 	  "file prefix; set and non-empty turns profiling on at start" },
 	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 524288,
 	  &ha_prof_opt.sample_interval, NULL, NULL,
-	  "mean bytes between samples; 1 records every allocation" },
+	  "mean bytes between samples; 1 records every allocation; 0 turns off the always-on sampling (a session then asked for samples at the default)" },
 	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
 	  &ha_prof_opt.alloc_interval, NULL, NULL,
 	  "dump every N bytes allocated; 0 = off" },
@@ -370,6 +370,11 @@ void ha_options_load_from(char *const *env)
 		}
 		*r->var = x;
 	}
+	/* 0 is the off switch of the always-on sampling; a session asked for
+	 * then samples at the default interval */
+	ha_prof_opt.always_on = ha_prof_opt.sample_interval != 0;
 	if (ha_prof_opt.sample_interval < 1)
-		ha_prof_opt.sample_interval = 1;
+		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+			if (rows[i].var == &ha_prof_opt.sample_interval)
+				ha_prof_opt.sample_interval = rows[i].def;
 }

@@ -31,6 +31,8 @@
  *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
  *   http.c         HEAP_PROFILE_HTTP: /debug/pprof/heap and /allocs (polled by helper)
  *   api.c          public API (heapalloc_*) and the gperftools API
+ *   remote.c       heapalloc_root: where a reader outside the process finds
+ *                  the table and the books (root.h: its layout)
  *
  * Synchronization (lock order, outermost first):
  *   names lock (names.c; one named profile at a time: held across the
@@ -142,7 +144,8 @@ static inline void ha_plock_unlock(ha_plock *l)
 /* ---- options.c ----------------------------------------------------------- */
 typedef struct ha_prof_options {
 	const char *prefix;       /* HEAPPROFILE (points into environ) or NULL */
-	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL */
+	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL (0 given: the default) */
+	int64_t always_on;        /* sampling with nothing set: the variable is not 0 */
 	int64_t alloc_interval;   /* HEAP_PROFILE_ALLOCATION_INTERVAL */
 	int64_t dealloc_interval; /* HEAP_PROFILE_DEALLOCATION_INTERVAL */
 	int64_t inuse_interval;   /* HEAP_PROFILE_INUSE_INTERVAL */
@@ -298,6 +301,9 @@ size_t ha_table_count(void);
 void ha_table_line(ha_line *l, const ha_bucket *b);
 uint32_t ha_table_size_key(size_t req);
 void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops);
+/* Where the table lives, for the root (remote.c; prof/root.h). */
+struct ha_root_table;
+void ha_table_root(struct ha_root_table *t);
 /* Of that memory, the raw chunks the buckets live in (the backing arena's). */
 uint64_t ha_table_raw_bytes(void);
 void ha_table_lock(void);
@@ -329,6 +335,9 @@ int ha_objmap_count(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, si
 		    uint32_t *idx);
 void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
+/* Where the map lives, for the root (remote.c; prof/root.h). */
+struct ha_root_objmap;
+void ha_objmap_root(struct ha_root_objmap *m);
 void ha_objmap_lock_all(void);
 void ha_objmap_unlock_all(void);
 void ha_objmap_postfork_child(void);
@@ -540,6 +549,11 @@ extern HA_TLS int ha_prof_busy;       /* re-entrancy guard of this thread */
 int ha_prof_start(const char *prefix, int from_env);
 void ha_prof_stop(void);
 int ha_prof_running(void);
+/* Running, and not the always-on sampling alone (what the API reports). */
+int ha_prof_running_api(void);
+/* Start the always-on sampling unless something runs or it is switched
+ * off (HEAP_PROFILE_SAMPLE_INTERVAL=0). */
+void ha_prof_background(void);
 /* The session's mean sampling interval: what the sampler draws with and
  * every profile is written with. */
 int64_t ha_prof_rate(void);
@@ -605,6 +619,14 @@ int ha_usdt_sampling(void);
 uint64_t ha_usdt_samples(void);
 /* The interval the sampler draws with: the session's, else the probes'. */
 int64_t ha_usdt_rate(void);
+
+/* ---- remote.c ------------------------------------------------------------
+ * The exported root (prof/root.h).  Fill its fixed part (constructor). */
+void ha_remote_init(void);
+/* A start or stop is about to change the session and the table (odd seq),
+ * and has changed them (even seq; the session part copied again). */
+void ha_remote_begin(void);
+void ha_remote_end(void);
 
 /* ---- helper.c ------------------------------------------------------------ */
 /* 0 or errno.  queue: the helper also writes queued threshold dumps. */

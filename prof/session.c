@@ -41,6 +41,11 @@ int ha_prof_running(void)
 	return __atomic_load_n(&ha_session.running, __ATOMIC_ACQUIRE);
 }
 
+int ha_prof_running_api(void)
+{
+	return ha_prof_running() && !ha_session.background;
+}
+
 int64_t ha_prof_rate(void)
 {
 	return ha_session.r;
@@ -57,8 +62,10 @@ uint32_t ha_prof_generation(void)
 }
 
 /* prefix NULL: the file-less session of HEAP_PROFILE_HTTP alone, which
- * samples for the endpoint and writes nothing (no dumps, log, peak). */
-static int start(const char *prefix, int from_env)
+ * samples for the endpoint and writes nothing (no dumps, log, peak); with
+ * background, the always-on sampling of a process where nothing was set
+ * (never in compatibility mode: no block header unless asked for). */
+static int start(const char *prefix, int from_env, int background)
 {
 	int files = prefix != NULL;
 	if (!files)
@@ -97,8 +104,10 @@ static int start(const char *prefix, int from_env)
 		ha_prof_busy = busy;
 		return EBUSY;
 	}
+	ha_remote_begin();            /* a reader outside skips what follows */
 	int err = ha_table_init();
 	if (err) {
+		ha_remote_end();
 		ha_unlock(&ha_prof_dump_lock);
 		ha_prof_busy = busy;
 		return err;
@@ -124,7 +133,8 @@ static int start(const char *prefix, int from_env)
 	ha_session.a_int = files ? ha_prof_opt.alloc_interval : 0;
 	ha_session.d_int = files ? ha_prof_opt.dealloc_interval : 0;
 	ha_session.i_int = files ? ha_prof_opt.inuse_interval : 0;
-	ha_session.compat = ha_prof_opt.exact_totals != 0;
+	ha_session.compat = ha_prof_opt.exact_totals != 0 && !background;
+	ha_session.background = background;
 	ha_books(ha_session.base, ha_session.base_req);
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
@@ -142,7 +152,8 @@ static int start(const char *prefix, int from_env)
 	ha_usdt_session_start();      /* probe-only sampling, if any, ends here */
 	__atomic_store_n(&ha_session.running, 1, __ATOMIC_RELEASE);
 	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_session.r <= 1);
-	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0);
+	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0 && !background);
+	ha_remote_end();
 	/* gperftools' line, once per process tree: a descendant started by
 	 * the environment names its command in its own log instead */
 	if (!files)
@@ -154,7 +165,9 @@ static int start(const char *prefix, int from_env)
 	ha_unlock(&ha_prof_dump_lock);
 	if (ha_stack_calibrate(ha_prof_opt.mmap != 0)) {   /* static links only; no lock held */
 		ha_lock(&ha_prof_dump_lock);
+		ha_remote_begin();
 		ha_books(ha_session.base, ha_session.base_req);   /* the probe's blocks do not count */
+		ha_remote_end();
 		ha_unlock(&ha_prof_dump_lock);
 	}
 	/* the helper thread runs only when something needs it: time or signal
@@ -169,7 +182,23 @@ static int start(const char *prefix, int from_env)
 
 int ha_prof_start(const char *prefix, int from_env)
 {
-	return prefix ? start(prefix, from_env) : EINVAL;
+	return prefix ? start(prefix, from_env, 0) : EINVAL;
+}
+
+/* HEAP_PROFILE_SAMPLE_INTERVAL=0 is the off switch of the always-on
+ * sampling (a session asked for, by HEAPPROFILE or the API, then samples
+ * at the default interval). */
+static int background_on(void)
+{
+	if (!ha_prof_opt_loaded)
+		ha_options_load();
+	return ha_prof_opt.always_on != 0;
+}
+
+void ha_prof_background(void)
+{
+	if (background_on() && !ha_prof_running())
+		start(NULL, 1, 1);
 }
 
 void ha_prof_stop(void)
@@ -188,12 +217,15 @@ void ha_prof_stop(void)
 		ha_session.qfolded = 0;
 		ha_plock_unlock(&ha_prof_thr_lock);
 		ha_peak_drop();    /* a turn past this point sees the stop */
+		ha_remote_begin();
 		ha_table_lock();
 		ha_objmap_lock_all();
 		ha_objmap_destroy();
 		ha_table_destroy();
 		ha_objmap_unlock_all();
 		ha_table_unlock();
+		ha_session.background = 0;
+		ha_remote_end();
 	}
 	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
@@ -232,6 +264,7 @@ void ha_prof_postfork(int child)
 		ha_session.folded = ha_session.qfolded = 0;
 		__atomic_store_n(&ha_session.pending, 0, __ATOMIC_SEQ_CST);
 		ha_session.last_thr = -1;
+		ha_remote_end();          /* the root names the child's pid */
 		/* the child keeps its parent's table (the objects are its own
 		 * now too); ha_session.cur_pid != getpid() renames it at its first dump */
 	} else {
@@ -283,8 +316,11 @@ __attribute__((constructor(201))) static void ha_prof_ctor(void)
 	 * (the address is its), nor where the environment is not trusted */
 	int http = ha_prof_opt.http && (!ha_prof_opt.http_root ||
 					ha_prof_opt.http_root == (int64_t)getpid());
-	if (!ha_prof_opt.prefix && !http)
+	ha_remote_init();
+	if (!ha_prof_opt.prefix && !http) {
+		ha_prof_background();     /* nothing set: the always-on sampling */
 		return;
+	}
 	int setuid = getuid() != geteuid() || getgid() != getegid();
 	if (http && (setuid || getauxval(AT_SECURE))) {
 		ha_log("heapalloc: HEAP_PROFILE_HTTP ignored in a setuid/setgid program\n");
@@ -308,5 +344,6 @@ __attribute__((constructor(201))) static void ha_prof_ctor(void)
 			ha_naming_mark_descendants();
 	}
 	if (http && !ha_prof_running())
-		start(NULL, 1);
+		start(NULL, 1, 0);
+	ha_prof_background();         /* a HEAPPROFILE that did not start */
 }

@@ -23,6 +23,8 @@
 struct ha_session {
 	int running;
 	int nofiles;              /* HEAP_PROFILE_HTTP alone: sampling, no files */
+	int background;           /* the always-on sampling (nothing was set):
+				   * no files, and not "running" to the API */
 	int use_pid;              /* HEAPPROFILE_USE_PID applied to this start */
 	pid_t root_pid;           /* the process that writes PREFIX.NNNN.heap */
 	pid_t cur_pid;

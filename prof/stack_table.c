@@ -24,6 +24,7 @@
  * Never unwinds, never calls the public malloc.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include <xxhash.h>
 
 #include "prof/prof.h"
+#include "prof/root.h"
 
 #define HEAD_BITS 16
 #define NHEADS (1u << HEAD_BITS)
@@ -293,4 +295,28 @@ void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
 	*memory = chunk_bytes + (heads ? heads_resident() : 0) + idx_bytes;
 	*drops_out = drops;
 	ha_plock_unlock(&table_lock);
+}
+
+void ha_table_root(struct ha_root_table *t)
+{
+	t->index = (uint64_t)(uintptr_t)&byidx;
+	t->count = (uint64_t)(uintptr_t)&nbuckets;
+	t->chunks = (uint64_t)(uintptr_t)&chunks;
+	t->drops = (uint64_t)(uintptr_t)&drops;
+	t->max = MAX_BUCKETS;
+	t->depth_max = HA_PROF_DEPTH;
+	t->chunk_bytes = CHUNK_BYTES;
+	t->chunk_next = offsetof(chunk, next);
+	t->chunk_used = offsetof(chunk, used);
+	t->chunk_mem = offsetof(chunk, mem);
+	t->b_size = sizeof(ha_bucket);
+	t->b_hash = offsetof(ha_bucket, hash);
+	t->b_alloc_count = offsetof(ha_bucket, alloc_count);
+	t->b_alloc_bytes = offsetof(ha_bucket, alloc_bytes);
+	t->b_free_count = offsetof(ha_bucket, free_count);
+	t->b_free_bytes = offsetof(ha_bucket, free_bytes);
+	t->b_skey = offsetof(ha_bucket, skey);
+	t->b_depth = offsetof(ha_bucket, depth);
+	t->b_idx = offsetof(ha_bucket, idx);
+	t->b_pcs = offsetof(ha_bucket, pcs);
 }

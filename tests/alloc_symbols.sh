@@ -1,6 +1,7 @@
 #!/bin/sh
 # alloc_symbols.sh — libheapalloc.so exports the malloc API, the C++
-# operators, the mmap family, glibc's __libc_* aliases, heapalloc_* and the gperftools
+# operators, the mmap family, glibc's __libc_* aliases, heapalloc_* (the
+# root a reader outside finds, heapalloc_root, among them) and the gperftools
 # heap-profiler API, and nothing else (everything internal is hidden, and no
 # mimalloc/xxhash/libunwind symbol leaks out).  Every required name must be
 # there too.  Env: HA_LIB (from Makefile.am's AM_TESTS_ENVIRONMENT).
@@ -21,7 +22,8 @@ _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t'
 # the mmap family (alloc/mmap.c): HEAP_PROFILE_MMAP profiles the program's mappings
 maps='mmap mmap64 munmap mremap'
 aliases='__libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign'
-prof='HeapProfilerStart HeapProfilerStop HeapProfilerDump IsHeapProfilerRunning GetHeapProfile'
+prof='HeapProfilerStart HeapProfilerStop HeapProfilerDump IsHeapProfilerRunning GetHeapProfile
+heapalloc_root'
 # every function the public header declares HEAPALLOC_API is required too
 hdr=${top_srcdir:-.}/include/heapalloc.h
 [ -f "$hdr" ] || { echo "HARD ERROR: $hdr not found"; exit 99; }

@@ -6,7 +6,7 @@
  * totals are read; heapalloc_get_stats must move by exactly the ground
  * truth, allocated and freed, at every sampling interval (samples are big
  * blocks whose books follow the same unit).  Each class size is learnt
- * from malloc_usable_size of a block allocated before profiling starts.
+ * from malloc_usable_size of unsampled blocks (learn_units).
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -61,13 +61,42 @@ static void *nothing(void *arg)
 	return arg;
 }
 
+/* A class size is the usable size of an unsampled block; the always-on
+ * sampling (at the run's interval: every 32 KiB block at 4096) makes
+ * sampled blocks report another, so the parent, sampling at most at the
+ * default interval, learns them (the most common of 64) and hands them to
+ * the runs in PROF_BOOKS_UNITS. */
+static void learn_units(char *out, size_t cap)
+{
+	size_t k = 0;
+	for (unsigned i = 0; i < NS; i++) {
+		size_t got[64], best = 0, bestn = 0;
+		for (int j = 0; j < 64; j++) {
+			void *p = malloc(sizes[i]);
+			REQUIRE(p);
+			got[j] = sizes[i] <= 32768 ? malloc_usable_size(p) : sizes[i];
+			free(p);
+		}
+		for (int j = 0; j < 64; j++) {
+			size_t n = 0;
+			for (int m = 0; m < 64; m++)
+				n += got[m] == got[j];
+			if (n > bestn)
+				bestn = n, best = got[j];
+		}
+		k += (size_t)snprintf(out + k, cap - k, "%s%zu", i ? "," : "", best);
+	}
+}
+
 static void session(const char *dir, const char *interval)
 {
+	const char *u = getenv("PROF_BOOKS_UNITS");
+	REQUIRE(u);
 	for (unsigned i = 0; i < NS; i++) {
-		void *p = malloc(sizes[i]);
-		REQUIRE(p);
-		unit[i] = sizes[i] <= 32768 ? malloc_usable_size(p) : sizes[i];
-		free(p);
+		char *end;
+		unit[i] = strtoull(u, &end, 10);
+		REQUIRE(end != u);
+		u = *end ? end + 1 : end;
 	}
 	char prefix[300];
 	snprintf(prefix, sizeof prefix, "%s/b%s", dir, interval);
@@ -123,9 +152,12 @@ int main(int argc, char **argv)
 	char dir[] = "/tmp/prof_books.XXXXXX";
 	REQUIRE(mkdtemp(dir));
 	static const char *const intervals[] = { "4096", "524288" };
+	static char units[NS * 24];
+	learn_units(units, sizeof units);
 	for (int k = 0; k < 2; k++) {
 		const char *env[] = { "HEAP_PROFILE_ALLOCATION_INTERVAL", "0",
-				      "HEAP_PROFILE_INUSE_INTERVAL", "0", NULL };
+				      "HEAP_PROFILE_INUSE_INTERVAL", "0",
+				      "PROF_BOOKS_UNITS", units, NULL };
 		CHECK(rerun_self(argv[0], dir, intervals[k], env));
 	}
 	CHECK(remove_dir(dir));

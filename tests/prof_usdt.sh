@@ -3,7 +3,8 @@
 # attaches system-wide to otel_memory:alloc and :free in a private copy of
 # the library (its own inode: uprobes are per file, so other tests running
 # the build's library are not sampled meanwhile), BEFORE the program starts,
-# with no heapalloc variable set.  tests/prof_usdt (see there) then shows
+# with the always-on sampling switched off (HEAP_PROFILE_SAMPLE_INTERVAL=0:
+# profiling off).  tests/prof_usdt (see there) then shows
 # that sampling started by itself, allocates 768 MiB in a named thread and
 # frees it all.  Checks:
 #   - the weights of that thread's alloc probes sum to its bytes within
@@ -108,7 +109,8 @@ run_traced() {
 			timeout 300 "$prog" "$tmp" session > "$tmp/prog.out" 2>&1
 		rc=$?
 	else
-		env -u HEAPPROFILE LD_PRELOAD="$copy" timeout 300 "$prog" "$tmp" > "$tmp/prog.out" 2>&1 &
+		env -u HEAPPROFILE HEAP_PROFILE_SAMPLE_INTERVAL=0 LD_PRELOAD="$copy" timeout 300 \
+			"$prog" "$tmp" > "$tmp/prog.out" 2>&1 &
 		pid=$!
 		i=0
 		until [ -f "$tmp/measured" ]; do

@@ -2,7 +2,8 @@
  * on and detaching turns it off, with no BPF: the test writes the probe's
  * semaphore as the kernel does for an attached tracer (usdt_sem.h), and
  * reads the library's state through heapalloc_get_stats.
- *   - no variable, no tracer: 32 MiB allocated, nothing sampled;
+ *   - no tracer, the always-on sampling off (prof_usdt_poll.sh sets
+ *     HEAP_PROFILE_SAMPLE_INTERVAL=0): 32 MiB allocated, nothing sampled;
  *   - semaphore set: sampling on within 17 MiB (the poll comes every
  *     16 MiB), 64 MiB of 4 KiB blocks give 128 +- 11 samples (checked
  *     within [60, 200], > 5 sd), no session runs, no file is written;

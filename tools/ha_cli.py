@@ -8,6 +8,8 @@ import sys
 
 import ha_check
 import ha_growth
+import ha_proc
+import ha_remote
 import ha_run
 import ha_symbolize
 
@@ -34,6 +36,11 @@ COMMANDS = """Commands:
                                   the call sites whose in-use bytes grew most between two dumps
   symbolize ARGS...               heapalloc-symbolize: names, file:line into a .sym.pb.gz
   timeline ARGS...                in-use bytes over a run's dumps
+  dump PID [-o FILE] [--format pprof|text]
+                                  the heap profile of a running process, read from outside
+  top PID [--once | -n N] [--interval SEC] [--rows N]
+                                  a live view of a running process's heap
+  serve PID ADDR                  /debug/pprof/heap and /allocs of a running process
 
 'heapalloc COMMAND --help' describes each command; man heapalloc has more.
 heapalloc --version prints the version.
@@ -67,6 +74,33 @@ in-use objects; then the site: its first frame outside the standard
 libraries (libc, libstdc++, libgcc, heapalloc, Rust's std/alloc/core) with
 file:line, its callers, and in brackets the library frames below it, leaf
 first.  Frames are named by heapalloc-symbolize unless NEW already is."""
+
+
+DUMP_DESC = """The heap profile of the running process PID, read from outside: heapalloc
+samples every process it runs in (nothing to set; HEAP_PROFILE_SAMPLE_INTERVAL=0
+turns it off), and this reads its stack table and books out of the process's
+memory (/proc/PID/mem: the same user and ptrace access as a debugger), without
+running code in it or stopping it, so a stopped or deadlocked process is read
+too.  The profile is the one an in-process dump writes: both sample types,
+calibrated to the allocator's exact totals, names and file:line from the
+process's own files."""
+
+
+TOP_DESC = """A live view of the heap of the running process PID, read from outside as
+'heapalloc dump' reads it, refreshed every second: in use and allocated
+(exact: the allocator's books), RSS, the peak RSS and the highest in use seen,
+and the sites with the most bytes in use, with their change since the last
+view.  A site is its first frame of the program's own code with file:line,
+then its callers.  --once or -n N print plain text for a pipe or a script."""
+
+
+SERVE_DESC = """Serve the heap of the running process PID as Go's net/http/pprof serves a Go
+program's: /debug/pprof/heap (default sample type inuse_space) and
+/debug/pprof/allocs (alloc_space), gzipped profile.proto with names, each read
+from outside when asked, as 'heapalloc dump' reads it; ?debug=1 the text form.
+For a scraper (Parca, Alloy) or 'go tool pprof URL' beside a process that set
+nothing: a sidecar in the same PID namespace.  No authentication: bind
+127.0.0.1 unless the network is trusted.  Exits when the process does."""
 
 
 def build_parser():
@@ -105,6 +139,31 @@ def build_parser():
                              'the dump (matched by file name or build ID); may be repeated')
     growth.add_argument('--full-names', action='store_true',
                         help='C++ and Rust names with their template arguments and parameters')
+    dump = sub.add_parser('dump', prog=PROG + ' dump', description=DUMP_DESC,
+                          usage='%(prog)s PID [-o FILE] [--format pprof|text]',
+                          formatter_class=argparse.RawDescriptionHelpFormatter,
+                          allow_abbrev=False)
+    dump.add_argument('pid', metavar='PID')
+    dump.add_argument('-o', '--output', metavar='FILE',
+                      help='where to write it (default heapalloc.PID.pb.gz or .heap; - for stdout)')
+    dump.add_argument('--format', default='pprof', metavar='pprof|text',
+                      help='pprof (gzipped profile.proto with names, the default) or text '
+                           '(the gperftools format of HEAPPROFILE dumps)')
+    tp = sub.add_parser('top', prog=PROG + ' top', description=TOP_DESC,
+                         usage='%(prog)s PID [--once | -n N] [--interval SEC] [--rows N]',
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         allow_abbrev=False)
+    tp.add_argument('pid', metavar='PID')
+    tp.add_argument('--once', action='store_true', help='print one view as plain text and exit')
+    tp.add_argument('-n', dest='count', metavar='N',
+                     help='print N views as plain text, one per interval, and exit')
+    tp.add_argument('--interval', default='1', metavar='SEC', help='seconds between views (default 1)')
+    tp.add_argument('--rows', default='15', metavar='N', help='sites shown (default 15)')
+    sv = sub.add_parser('serve', prog=PROG + ' serve', description=SERVE_DESC,
+                        usage='%(prog)s PID ADDR', allow_abbrev=False,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sv.add_argument('pid', metavar='PID')
+    sv.add_argument('addr', metavar='ADDR', help='HOST:PORT to listen on (port 0: any free port)')
     # symbolize and timeline pass every argument on (see main)
     sub.add_parser('symbolize', add_help=False)
     sub.add_parser('timeline', add_help=False)
@@ -168,6 +227,52 @@ def cmd_run(args, where):
     return ha_run.run(args.argv, args.output, variables, sig, where.lib, err)
 
 
+def pid_of(cmd, s):
+    if not s.isdigit() or int(s) <= 0:
+        return None
+    return int(s)
+
+
+def cmd_dump(args, where):
+    pid = pid_of('dump', args.pid)
+    if pid is None:
+        return usage_error('dump', 'PID %r is not a process id' % args.pid)
+    if args.format not in ('pprof', 'text'):
+        return usage_error('dump', '--format %r is not pprof or text' % args.format)
+    ha_proc.READER_VERSION = where.version
+    return ha_remote.dump(where.tools, pid, args.output, args.format, err)
+
+
+def cmd_top(args, where):
+    pid = pid_of('top', args.pid)
+    if pid is None:
+        return usage_error('top', 'PID %r is not a process id' % args.pid)
+    count = 1 if args.once else 0
+    if args.count is not None:
+        if not args.count.isdigit() or int(args.count) == 0:
+            return usage_error('top', '-n %r is not a positive whole number' % args.count)
+        count = int(args.count)
+    try:
+        interval = float(args.interval)
+    except ValueError:
+        interval = -1
+    if not 0.05 <= interval <= 3600:
+        return usage_error('top', '--interval %r is not a number of seconds from 0.05 to 3600'
+                           % args.interval)
+    if not args.rows.isdigit() or int(args.rows) == 0:
+        return usage_error('top', '--rows %r is not a positive whole number' % args.rows)
+    ha_proc.READER_VERSION = where.version
+    return ha_remote.top(where.tools, pid, count, interval, int(args.rows), err)
+
+
+def cmd_serve(args, where):
+    pid = pid_of('serve', args.pid)
+    if pid is None:
+        return usage_error('serve', 'PID %r is not a process id' % args.pid)
+    ha_proc.READER_VERSION = where.version
+    return ha_remote.serve(where.tools, pid, args.addr, err)
+
+
 def cmd_check(args, where):
     return ha_check.check(args.files)
 
@@ -179,4 +284,5 @@ def cmd_growth(args, where):
                             args.full_names, err)
 
 
-COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth}
+COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth, 'dump': cmd_dump,
+                 'top': cmd_top, 'serve': cmd_serve}
