@@ -196,6 +196,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 		return 1;
 	}
 	block_cool(r);
+	ha_keep_forced(now);
 	ha_lock(&large_lock);
 	if (cold) {
 		r->next = lbin[i].cold;
@@ -254,6 +255,7 @@ static void cache_decay(uint32_t now, size_t cap)
 		return;
 	if (idle)
 		__atomic_store_n(&ldecay_checked, now, __ATOMIC_RELAXED);
+	int forced = 0;
 	for (;;) {
 		lrec *got[8];
 		unsigned bin[8], n = 0;
@@ -267,8 +269,10 @@ static void cache_decay(uint32_t now, size_t cap)
 			if (o == LBINS)
 				break;
 			lrec *r = lbin[o].hot_tail;
-			if (lhot_bytes <= cap && !(idle && lhot_bytes > LARGE_HOT_BYTES &&
-						   (uint32_t)(now - r->idle_since) >= HA_DECAY_MS))
+			if (lhot_bytes > cap)
+				forced = 1;
+			else if (!(idle && lhot_bytes > LARGE_HOT_BYTES &&
+				   (uint32_t)(now - r->idle_since) >= HA_DECAY_MS))
 				break;
 			hot_unlink(o, r);
 			lcold_bytes += r->bytes;
@@ -284,6 +288,8 @@ static void cache_decay(uint32_t now, size_t cap)
 			lbin[bin[k]].cold = got[k];
 		}
 		ha_unlock(&large_lock);
+		if (forced && cap)
+			ha_keep_forced(now);
 		if (n < 8)
 			return;
 	}
@@ -393,6 +399,8 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 		lrec r;
 		if (cache_take(need, &r, &cold)) {
 			base = (void *)r.base;
+			if (cold)
+				ha_keep_refault(r.bytes);
 			if (zero) {
 				/* a cold block's whole pages read zero already */
 				uintptr_t lo = 0, hi = 0, u = r.base + HA_LARGE_HDR, e = u + n;
@@ -409,6 +417,7 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 			goto made;
 		}
 	}
+	ha_keep_refault(need);
 	own();
 	if (align <= HA_MIN_ALIGN) {
 		base = zero ? mi_zalloc(need) : mi_malloc(need);

@@ -190,6 +190,7 @@ static void pool_decay(uint32_t now, size_t cap)
 		return;
 	if (idle)
 		__atomic_store_n(&decay_checked, now, __ATOMIC_RELAXED);
+	int forced = 0;
 	for (;;) {
 		ha_span *got[8];
 		int slot[8], n = 0;
@@ -203,8 +204,10 @@ static void pool_decay(uint32_t now, size_t cap)
 			if (o < 0)
 				break;
 			ha_span *s = pool[o].hot_tail;
-			if (hot_bytes <= cap && !(idle && hot_bytes > SPAN_HOT_BYTES &&
-						  (uint32_t)(now - s->idle_since) >= SPAN_DECAY_MS))
+			if (hot_bytes > cap)
+				forced = 1;
+			else if (!(idle && hot_bytes > SPAN_HOT_BYTES &&
+				   (uint32_t)(now - s->idle_since) >= SPAN_DECAY_MS))
 				break;
 			hot_unlink(o, s);
 			slot[n] = o;
@@ -215,6 +218,8 @@ static void pool_decay(uint32_t now, size_t cap)
 			madvise((void *)got[k]->base, pool[slot[k]].bytes, MADV_DONTNEED);
 			cold_put(slot[k], got[k]);
 		}
+		if (forced && cap)
+			ha_keep_forced(now);
 		if (n < 8)
 			return;
 	}
@@ -247,6 +252,7 @@ static int pool_put(ha_span *s, uint32_t bytes)
 	if (!hot) {
 		madvise((void *)s->base, bytes, MADV_DONTNEED);
 		cold_put(i, s);
+		ha_keep_forced(now);
 	}
 	pool_decay(now, cap);
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
@@ -274,7 +280,7 @@ uint64_t ha_central_live_bytes(void)
 	return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
 }
 
-static ha_span *pool_take(uint32_t bytes)
+static ha_span *pool_take(uint32_t bytes, int *cold)
 {
 	ha_span *s = NULL;
 	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
@@ -287,6 +293,7 @@ static ha_span *pool_take(uint32_t bytes)
 			} else if ((s = pool[i].cold) != NULL) {
 				pool[i].cold = s->next;
 				cold_bytes -= bytes;
+				*cold = 1;
 			}
 			break;
 		}
@@ -317,9 +324,12 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 static ha_span *span_reuse(unsigned cls)
 {
 	size_t bytes = ha_class_span_bytes[cls];
-	ha_span *s = pool_take((uint32_t)bytes);
+	int cold = 0;
+	ha_span *s = pool_take((uint32_t)bytes, &cold);
 	if (!s)
 		return NULL;
+	if (cold)
+		ha_keep_refault(bytes);
 	uintptr_t base = s->base;
 	memset(s, 0, sizeof *s);
 	s->base = base;
@@ -341,6 +351,7 @@ static ha_span *span_new(unsigned cls)
 	void *mem = ha_arena_span_alloc(bytes);
 	if (!mem)
 		return NULL;
+	ha_keep_refault(bytes);
 	ha_span *s = rec_get();
 	if (!s) {
 		ha_arena_span_free(mem);

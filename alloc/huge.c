@@ -409,9 +409,12 @@ static void *region_alloc(size_t len, int zero)
 		if (tries || !region_add(n))
 			return NULL;
 	}
+	size_t clean = n - bits_count(R->dirty, at, n);
 	take_pages(R, at, n);
 	huge_used_ms = ha_now_ms();
 	ha_unlock(&huge_lock);
+	if (clean)
+		ha_keep_refault(clean * PG);
 	char *base = (char *)(R->base + at * PG);
 	if (zero) {
 		/* the window's bits are ours while the block lives */
@@ -487,8 +490,10 @@ void ha_huge_free(void *p)
 	uint32_t ms = ha_now_ms();
 	huge_used_ms = ms;
 	ha_unlock(&huge_lock);
-	if (over)
+	if (over) {
+		ha_keep_forced(ms);
 		release(0, 0);
+	}
 	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP)
 		ha_purge_kick();
 	ha_purge_tick(ms);

@@ -180,9 +180,20 @@ void ha_pagemap_postfork(int child);
 #define HA_KEEP_FLOOR ((uint64_t)8 << 20)
 #define HA_KEEP_SHARE 8
 /* The hot bytes a cache holding `own` of them may hold now: hot_max while
- * the thread runs, else the shared bound above less what the other caches
- * hold, at most hot_max. */
+ * the thread runs, else the shared bound above (plus what was learned,
+ * below) less what the other caches hold, at most hot_max. */
 size_t ha_keep_cap(uint64_t own, size_t hot_max);
+/* Reuse learned: memory the bound gave back that the program wanted again
+ * within HA_REFAULT_MS (a cache handed out memory that faults in, so soon
+ * after a give-back the bound forced) raises the bound by those bytes, up
+ * to HA_KEEP_LEARN_MAX: a working set freed and taken again every few ms
+ * stops churning.  It halves at every slow-path tick once no give-back has
+ * been forced for HA_DECAY_MS.  The price: a program that churned so and
+ * then goes quiet right after a free keeps up to that much more. */
+#define HA_REFAULT_MS 50
+#define HA_KEEP_LEARN_MAX ((uint64_t)64 << 20)
+void ha_keep_forced(uint32_t now);   /* the bound made a cache give back */
+void ha_keep_refault(size_t bytes);  /* a cache handed out bytes that fault in */
 /* A slow path's look at the clock: every HA_DECAY_MS / 8 at most, each
  * cache's decay step (the thread's steps too, when it runs).  No heapalloc
  * lock held from the span-record lock on. */
