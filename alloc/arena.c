@@ -21,10 +21,11 @@
  * options do not help: a decommit delay of 0 decommits at every free
  * (a program that cycles its blocks would fault every page back in) and
  * still leaves the pages of blocks freed by another thread to the owner.
- * Blocks kept here are ours, so the purge thread (purge.c) can age them
- * out whichever thread freed them.  Bounds: LARGE_HOT_MAX resident (past
- * it a freed block goes cold at once), LARGE_HOT_BYTES always stay,
- * LARGE_COLD_MAX of address space (past it blocks go back to mimalloc).
+ * Blocks kept here are ours, so they age out whichever thread freed them.
+ * Bounds: ha_keep_cap's resident (purge.c; LARGE_HOT_MAX with the opt-in
+ * purge thread), the oldest going cold past it at the free that passed
+ * it; LARGE_HOT_BYTES always stay; LARGE_COLD_MAX of address space (past
+ * it blocks go back to mimalloc).
  * A cold block serves a request as a fresh one would: its pages fault in.
  * Records live in meta memory, not in the blocks, so a cold block has no
  * resident page at all.  malloc_trim and the out-of-memory retry give
@@ -143,7 +144,7 @@ static void block_release(lrec *r)
 	ha_unlock(&large_lock);
 }
 
-static void cache_decay(uint32_t now, int all);
+static void cache_decay(uint32_t now, size_t cap);
 
 /* Keep a freed block; 0 when it is not for the cache (the caller gives
  * it to mimalloc). */
@@ -153,6 +154,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 	if (i >= LBINS)
 		return 0;
 	uint32_t now = ha_now_ms();
+	size_t cap = ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX);
 	lrec *r = NULL;
 	int hot = 0, cold = 0;
 	ha_lock(&large_lock);
@@ -172,7 +174,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 	r->bytes = bytes;
 	r->prev = NULL;
 	r->idle_since = now;
-	if (lhot_bytes + bytes <= LARGE_HOT_MAX) {
+	if (bytes <= cap) {
 		r->next = lbin[i].hot;
 		if (r->next)
 			r->next->prev = r;
@@ -187,13 +189,14 @@ static int cache_put(uintptr_t base, size_t bytes)
 	}
 	ha_unlock(&large_lock);
 	if (hot) {
-		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES) {
-			cache_decay(now, 0);   /* the fallback while no thread runs */
+		cache_decay(now, cap);
+		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES)
 			ha_purge_kick();
-		}
+		ha_purge_tick(now);
 		return 1;
 	}
 	block_cool(r);
+	ha_keep_forced(now);
 	ha_lock(&large_lock);
 	if (cold) {
 		r->next = lbin[i].cold;
@@ -241,28 +244,41 @@ static int cache_take(size_t need, lrec *out, int *cold)
 	return r != NULL;
 }
 
-/* Hot blocks idle for HA_DECAY_MS, each bin's oldest first, go cold while
- * more than LARGE_HOT_BYTES are hot (all != 0: every hot block).  A few at
- * a time under the lock.  Looks at most every HA_DECAY_MS / 8. */
-static void cache_decay(uint32_t now, int all)
+/* Hot blocks go cold, oldest first: while more than cap bytes are hot,
+ * and while more than LARGE_HOT_BYTES are, those idle HA_DECAY_MS (looked
+ * for at most every HA_DECAY_MS / 8); cap 0: all.  A few at a time under
+ * the lock. */
+static void cache_decay(uint32_t now, size_t cap)
 {
-	if (!all && (uint32_t)(now - __atomic_load_n(&ldecay_checked, __ATOMIC_RELAXED)) < HA_DECAY_MS / 8)
+	int idle = (uint32_t)(now - __atomic_load_n(&ldecay_checked, __ATOMIC_RELAXED)) >= HA_DECAY_MS / 8;
+	if (!idle && __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) <= cap)
 		return;
-	__atomic_store_n(&ldecay_checked, now, __ATOMIC_RELAXED);
+	if (idle)
+		__atomic_store_n(&ldecay_checked, now, __ATOMIC_RELAXED);
+	int forced = 0;
 	for (;;) {
 		lrec *got[8];
 		unsigned bin[8], n = 0;
 		ha_lock(&large_lock);
-		for (unsigned i = 0; i < LBINS && n < 8; i++)
-			while (n < 8 && lbin[i].hot_tail &&
-			       (all || (lhot_bytes > LARGE_HOT_BYTES &&
-				(uint32_t)(now - lbin[i].hot_tail->idle_since) >= HA_DECAY_MS))) {
-				lrec *r = lbin[i].hot_tail;
-				hot_unlink(i, r);
-				lcold_bytes += r->bytes;
-				bin[n] = i;
-				got[n++] = r;
-			}
+		while (n < 8) {
+			unsigned o = LBINS;   /* the bin whose oldest block is the oldest */
+			for (unsigned i = 0; i < LBINS; i++)
+				if (lbin[i].hot_tail && (o == LBINS || (uint32_t)(now - lbin[i].hot_tail->idle_since) >
+							 (uint32_t)(now - lbin[o].hot_tail->idle_since)))
+					o = i;
+			if (o == LBINS)
+				break;
+			lrec *r = lbin[o].hot_tail;
+			if (lhot_bytes > cap)
+				forced = 1;
+			else if (!(idle && lhot_bytes > LARGE_HOT_BYTES &&
+				   (uint32_t)(now - r->idle_since) >= HA_DECAY_MS))
+				break;
+			hot_unlink(o, r);
+			lcold_bytes += r->bytes;
+			bin[n] = o;
+			got[n++] = r;
+		}
 		ha_unlock(&large_lock);
 		for (unsigned k = 0; k < n; k++)
 			block_cool(got[k]);
@@ -272,6 +288,8 @@ static void cache_decay(uint32_t now, int all)
 			lbin[bin[k]].cold = got[k];
 		}
 		ha_unlock(&large_lock);
+		if (forced && cap)
+			ha_keep_forced(now);
 		if (n < 8)
 			return;
 	}
@@ -281,14 +299,24 @@ int ha_arena_decay(uint32_t now)
 {
 	if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) <= LARGE_HOT_BYTES)
 		return 0;
-	cache_decay(now, 0);
+	cache_decay(now, ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX));
 	return __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES;
+}
+
+uint64_t ha_arena_held_bytes(void)
+{
+	return __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t ha_arena_live_bytes(void)
+{
+	return __atomic_load_n(&large_bytes, __ATOMIC_RELAXED);
 }
 
 /* Every kept block back to mimalloc, its pages to the kernel first. */
 static void cache_drain(void)
 {
-	cache_decay(ha_now_ms(), 1);
+	cache_decay(ha_now_ms(), 0);
 	for (;;) {
 		lrec *r = NULL;
 		ha_lock(&large_lock);
@@ -371,6 +399,8 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 		lrec r;
 		if (cache_take(need, &r, &cold)) {
 			base = (void *)r.base;
+			if (cold)
+				ha_keep_refault(r.bytes);
 			if (zero) {
 				/* a cold block's whole pages read zero already */
 				uintptr_t lo = 0, hi = 0, u = r.base + HA_LARGE_HDR, e = u + n;
@@ -387,6 +417,7 @@ void *ha_arena_large_alloc(size_t n, size_t align, int zero)
 			goto made;
 		}
 	}
+	ha_keep_refault(need);
 	own();
 	if (align <= HA_MIN_ALIGN) {
 		base = zero ? mi_zalloc(need) : mi_malloc(need);

@@ -9,14 +9,13 @@
  *
  * Empty spans beyond that go to a pool of free spans (records and memory
  * together), reused by any class with the same span size, newest first.
- * They stay resident (hot) while the program may want them back: a span
- * idle for SPAN_DECAY_MS is madvise'd (MADV_DONTNEED) and kept cold, except
- * for SPAN_HOT_BYTES that always stay; past SPAN_HOT_MAX they go cold at
- * once.  So a program that cycles its memory keeps it, without a page
- * fault per page per cycle, and one that stops using it gets it back
- * SPAN_DECAY_MS later: the purge thread (purge.c) runs the decay while hot
- * spans pass SPAN_HOT_BYTES, whether the program sleeps or allocates only
- * from its thread caches; refills and releases look too, as a fallback.
+ * They stay resident (hot) while the program may want them back, up to
+ * the bound ha_keep_cap gives (purge.c): past it the oldest go cold
+ * (madvise'd MADV_DONTNEED) at once, at the release that passed it, so a
+ * program that goes quiet right after a free keeps no more than that.  A
+ * span idle for SPAN_DECAY_MS goes cold too, except for SPAN_HOT_BYTES
+ * that always stay: refills and releases look (ha_purge_tick), and so does
+ * the opt-in purge thread, with which the bound is SPAN_HOT_MAX.
  * Cold spans are kept up to SPAN_COLD_BYTES of address space, and only
  * past that returned to mimalloc.  Cold spans cost no RSS, while
  * memory handed back to mimalloc costs some: mi_free writes its free-list
@@ -66,6 +65,7 @@ static ha_span *rec_free;
 static struct { uint32_t bytes; ha_span *hot, *hot_tail, *cold; } pool[POOL_SIZES];
 static size_t hot_bytes, cold_bytes;
 static uint32_t decay_checked;    /* ms clock of the last look for idle spans */
+static uint64_t live_bytes;       /* bytes of spans held by size classes (atomic) */
 
 void ha_central_init(void)
 {
@@ -184,46 +184,70 @@ static void cold_put(int i, ha_span *s)
 	}
 }
 
-/* Hot spans idle for SPAN_DECAY_MS, oldest first, beyond the resident
- * SPAN_HOT_BYTES, go cold: a few at a time under the lock, madvise'd
- * outside it.  Looks at most every SPAN_DECAY_MS / 8. */
-static void pool_decay(uint32_t now, int all)
+/* Hot spans go cold, oldest first: while more than cap bytes are hot, and
+ * while more than SPAN_HOT_BYTES are, those idle SPAN_DECAY_MS (looked for
+ * at most every SPAN_DECAY_MS / 8); cap 0: all.  A few at a time under
+ * the lock, madvise'd outside it. */
+static void pool_decay(uint32_t now, size_t cap)
 {
-	if (!all && (uint32_t)(now - __atomic_load_n(&decay_checked, __ATOMIC_RELAXED)) < SPAN_DECAY_MS / 8)
+	int idle = (uint32_t)(now - __atomic_load_n(&decay_checked, __ATOMIC_RELAXED)) >= SPAN_DECAY_MS / 8;
+	if (!idle && __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= cap)
 		return;
-	__atomic_store_n(&decay_checked, now, __ATOMIC_RELAXED);
+	if (idle)
+		__atomic_store_n(&decay_checked, now, __ATOMIC_RELAXED);
+	int forced = 0;
 	for (;;) {
 		ha_span *got[8];
 		int slot[8], n = 0;
 		ha_lock(&rec_lock);
-		for (int i = 0; i < POOL_SIZES && pool[i].bytes && n < 8; i++)
-			while (n < 8 && pool[i].hot_tail &&
-			       (all || (hot_bytes > SPAN_HOT_BYTES &&
-				(uint32_t)(now - pool[i].hot_tail->idle_since) >= SPAN_DECAY_MS))) {
-				ha_span *s = pool[i].hot_tail;
-				hot_unlink(i, s);
-				slot[n] = i;
-				got[n++] = s;
-			}
+		while (n < 8) {
+			int o = -1;   /* the slot whose oldest span is the oldest */
+			for (int i = 0; i < POOL_SIZES && pool[i].bytes; i++)
+				if (pool[i].hot_tail && (o < 0 || (uint32_t)(now - pool[i].hot_tail->idle_since) >
+							 (uint32_t)(now - pool[o].hot_tail->idle_since)))
+					o = i;
+			if (o < 0)
+				break;
+			ha_span *s = pool[o].hot_tail;
+			if (hot_bytes > cap)
+				forced = 1;
+			else if (!(idle && hot_bytes > SPAN_HOT_BYTES &&
+				   (uint32_t)(now - s->idle_since) >= SPAN_DECAY_MS))
+				break;
+			hot_unlink(o, s);
+			slot[n] = o;
+			got[n++] = s;
+		}
 		ha_unlock(&rec_lock);
 		for (int k = 0; k < n; k++) {
 			madvise((void *)got[k]->base, pool[slot[k]].bytes, MADV_DONTNEED);
 			cold_put(slot[k], got[k]);
 		}
+		if (forced && cap)
+			ha_keep_forced(now);
 		if (n < 8)
 			return;
 	}
 }
 
-/* Put an empty span (pagemap cleared) in the pool: hot while under
- * SPAN_HOT_MAX, else cold at once.  0 if there is no room at all. */
+/* What the pool may keep hot (the transfer batches count as another
+ * cache's: free and resident too). */
+static size_t pool_cap(void)
+{
+	return ha_keep_cap(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED), SPAN_HOT_MAX);
+}
+
+/* Put an empty span (pagemap cleared) in the pool: hot while the cap
+ * (ha_keep_cap) allows, the oldest hot ones going cold past it; else cold
+ * at once.  0 if there is no room at all. */
 static int pool_put(ha_span *s, uint32_t bytes)
 {
 	int hot = 0, i;
 	uint32_t now = ha_now_ms();
+	size_t cap = pool_cap();
 	ha_lock(&rec_lock);
 	i = pool_slot(bytes);
-	if (i >= 0 && hot_bytes + bytes <= SPAN_HOT_MAX) {
+	if (i >= 0 && bytes <= cap) {
 		hot_push(i, s, now);
 		hot = 1;
 	}
@@ -233,10 +257,12 @@ static int pool_put(ha_span *s, uint32_t bytes)
 	if (!hot) {
 		madvise((void *)s->base, bytes, MADV_DONTNEED);
 		cold_put(i, s);
+		ha_keep_forced(now);
 	}
-	pool_decay(now, 0);
+	pool_decay(now, cap);
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
 		ha_purge_kick();
+	ha_purge_tick(now);
 	return 1;
 }
 
@@ -244,11 +270,22 @@ int ha_central_decay(uint32_t now)
 {
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= SPAN_HOT_BYTES)
 		return 0;
-	pool_decay(now, 0);
+	pool_decay(now, pool_cap());
 	return __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES;
 }
 
-static ha_span *pool_take(uint32_t bytes)
+uint64_t ha_central_held_bytes(void)
+{
+	return __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t ha_central_live_bytes(void)
+{
+	return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+}
+
+static ha_span *pool_take(uint32_t bytes, int *cold)
 {
 	ha_span *s = NULL;
 	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
@@ -261,6 +298,7 @@ static ha_span *pool_take(uint32_t bytes)
 			} else if ((s = pool[i].cold) != NULL) {
 				pool[i].cold = s->next;
 				cold_bytes -= bytes;
+				*cold = 1;
 			}
 			break;
 		}
@@ -291,9 +329,12 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 static ha_span *span_reuse(unsigned cls)
 {
 	size_t bytes = ha_class_span_bytes[cls];
-	ha_span *s = pool_take((uint32_t)bytes);
+	int cold = 0;
+	ha_span *s = pool_take((uint32_t)bytes, &cold);
 	if (!s)
 		return NULL;
+	if (cold)
+		ha_keep_refault(bytes);
 	uintptr_t base = s->base;
 	memset(s, 0, sizeof *s);
 	s->base = base;
@@ -315,6 +356,7 @@ static ha_span *span_new(unsigned cls)
 	void *mem = ha_arena_span_alloc(bytes);
 	if (!mem)
 		return NULL;
+	ha_keep_refault(bytes);
 	ha_span *s = rec_get();
 	if (!s) {
 		ha_arena_span_free(mem);
@@ -363,7 +405,7 @@ static void pool_release_cold(void)
 /* malloc_trim: every hot span's pages back to the OS; the spans go cold. */
 static void pool_drain(void)
 {
-	pool_decay(ha_now_ms(), 1);
+	pool_decay(ha_now_ms(), 0);
 }
 
 /* Take up to want objects from c's spans onto *head; returns how many. */
@@ -423,11 +465,11 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 			break;
 		c->nspans++;
 		c->free_objs += s->nobj;
+		__atomic_fetch_add(&live_bytes, ha_class_span_bytes[cls], __ATOMIC_RELAXED);
 		list_push(c, s);
 	}
 	ha_unlock(&c->lock);
-	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
-		pool_decay(ha_now_ms(), 0);   /* a program that only allocates now */
+	ha_purge_tick(ha_now_ms());   /* a program that only allocates now */
 	return got;
 }
 
@@ -466,6 +508,7 @@ static void release_dead(ha_span *dead)
 {
 	while (dead) {
 		ha_span *n = dead->next;
+		__atomic_fetch_sub(&live_bytes, ha_class_span_bytes[dead->cls], __ATOMIC_RELAXED);
 		span_release(dead);
 		dead = n;
 	}

@@ -76,6 +76,11 @@
 #define CACHE_MIN ((size_t)64 << 20)
 #define CACHE_MAX ((size_t)256 << 20)
 #define HUGE_IDLE_KEEP ((size_t)4 << 20)   /* free dirty bytes kept once idle */
+/* Without the purge thread the budget is also ha_keep_cap's, plus room
+ * for the block freed last, up to this: a
+ * program that frees and allocates a block of a few MiB in a loop reuses
+ * its pages in place, as glibc's dynamic mmap threshold lets it do. */
+#define HUGE_REUSE_MAX ((size_t)8 << 20)
 
 typedef struct hhdr {
 	uint64_t req;         /* requested size | flags (profiling) */
@@ -98,6 +103,7 @@ static size_t free_dirty;                  /* pages, all regions (atomic reads) 
 static size_t recent_peak;                 /* bytes; see header */
 static uint64_t huge_blocks, huge_bytes;   /* live; atomics */
 static uint32_t huge_used_ms;              /* ms clock of the last alloc or free */
+static size_t last_freed;                  /* bytes of the region block freed last */
 
 /* ---- bitmaps ----------------------------------------------------------- */
 
@@ -280,7 +286,20 @@ static size_t cache_budget(void)
 	size_t use = __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
 	size_t top = pk + pk / 2;
 	size_t b = top > use ? top - use : 0;
-	return b < CACHE_MIN ? CACHE_MIN : b > CACHE_MAX ? CACHE_MAX : b;
+	b = b < CACHE_MIN ? CACHE_MIN : b > CACHE_MAX ? CACHE_MAX : b;
+	size_t last = __atomic_load_n(&last_freed, __ATOMIC_RELAXED);
+	size_t cap = ha_keep_cap(free_dirty * PG, b) + (last < HUGE_REUSE_MAX ? last : HUGE_REUSE_MAX);
+	return cap < b ? cap : b;
+}
+
+uint64_t ha_huge_held_bytes(void)
+{
+	return (uint64_t)__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
+}
+
+uint64_t ha_huge_live_bytes(void)
+{
+	return __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
 }
 
 /* Give free dirty pages back to the kernel: all of them (all != 0: also
@@ -390,9 +409,12 @@ static void *region_alloc(size_t len, int zero)
 		if (tries || !region_add(n))
 			return NULL;
 	}
+	size_t clean = n - bits_count(R->dirty, at, n);
 	take_pages(R, at, n);
 	huge_used_ms = ha_now_ms();
 	ha_unlock(&huge_lock);
+	if (clean)
+		ha_keep_refault(clean * PG);
 	char *base = (char *)(R->base + at * PG);
 	if (zero) {
 		/* the window's bits are ours while the block lives */
@@ -460,16 +482,21 @@ void ha_huge_free(void *p)
 	ha_lock(&huge_lock);
 	hregion *R = region_of(base);
 	give_pages(R, (base - R->base) / PG, len / PG, 1);
+	__atomic_store_n(&last_freed, len, __ATOMIC_RELAXED);
 	size_t pk = __atomic_load_n(&recent_peak, __ATOMIC_RELAXED);
 	pk -= pk / 128;
 	__atomic_store_n(&recent_peak, pk > now ? pk : now, __ATOMIC_RELAXED);
 	int over = free_dirty * PG > cache_budget();
-	huge_used_ms = ha_now_ms();
+	uint32_t ms = ha_now_ms();
+	huge_used_ms = ms;
 	ha_unlock(&huge_lock);
-	if (over)
+	if (over) {
+		ha_keep_forced(ms);
 		release(0, 0);
+	}
 	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP)
 		ha_purge_kick();
+	ha_purge_tick(ms);
 }
 
 int ha_huge_decay(uint32_t now)

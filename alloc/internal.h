@@ -21,7 +21,7 @@
  *   profiling   books.c          the books (allocated, in use) and the switch
  *               compat.c         compatibility mode's headers; sample headers
  *   process     init.c           first-call init, fork, thread exit
- *               purge.c          the thread that ages cached memory out
+ *               purge.c          what cached memory stays; the opt-in purge thread
  *               log.c            stderr messages that never allocate
  *
  * Prototypes below are grouped under the file that defines them.
@@ -167,19 +167,58 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 void ha_pagemap_prefork(void);
 void ha_pagemap_postfork(int child);
 
-/* ---- purge.c: the clock cached memory decays by ------------------------- *
- * Span pool, large cache and huge pages keep what was freed resident for
- * HA_DECAY_MS after it was last used, then give it back; the purge thread
- * runs their decay steps while any of them holds bytes that will decay. */
+/* ---- purge.c: what cached memory stays, and for how long ---------------- *
+ * Span pool, large cache and huge pages keep what was freed resident, up
+ * to ha_keep_cap, and give back what has been idle HA_DECAY_MS: at the
+ * program's own slow paths (ha_purge_tick), or on the opt-in purge thread
+ * (HEAPALLOC_PURGE_THREAD=1), which lets them keep up to their maximum. */
 #define HA_DECAY_MS 1000
-/* A cache now holds more than its resident floor: the thread runs (started
- * on the first call by a caller that holds no lock, woken if asleep). */
+/* Without the thread the caches together keep HA_KEEP_FLOOR plus this
+ * share of the bytes the program has in use (spans in classes, large and
+ * huge blocks): what a program that goes quiet right after a free keeps
+ * for good, so a freed spike comes back at its free, while a heap that
+ * churns beside a live working set keeps room to do so in place. */
+#define HA_KEEP_FLOOR ((uint64_t)8 << 20)
+#define HA_KEEP_SHARE 8
+/* The hot bytes a cache holding `own` of them may hold now: hot_max while
+ * the thread runs, else the shared bound above (plus what was learned,
+ * below) less what the other caches hold, at most hot_max. */
+size_t ha_keep_cap(uint64_t own, size_t hot_max);
+/* Reuse learned: memory the bound gave back that the program wanted again
+ * within HA_REFAULT_MS (a cache handed out memory that faults in, so soon
+ * after a give-back the bound forced) raises the bound by those bytes, up
+ * to HA_KEEP_LEARN_MAX: a working set freed and taken again every few ms
+ * stops churning.  It halves at every slow-path tick once no give-back has
+ * been forced for HA_DECAY_MS.  The price: a program that churned so and
+ * then goes quiet right after a free keeps up to that much more. */
+#define HA_REFAULT_MS 50
+#define HA_KEEP_LEARN_MAX ((uint64_t)64 << 20)
+void ha_keep_forced(uint32_t now);   /* the bound made a cache give back */
+void ha_keep_refault(size_t bytes);  /* a cache handed out bytes that fault in */
+/* A slow path's look at the clock: every HA_DECAY_MS / 8 at most, each
+ * cache's decay step (the thread's steps too, when it runs).  No heapalloc
+ * lock held from the span-record lock on. */
+void ha_purge_tick(uint32_t now);
+int ha_purge_running(void);
+/* A cache now holds more than its resident floor: with
+ * HEAPALLOC_PURGE_THREAD=1 the thread runs (started on the first call by a
+ * caller that holds no lock, woken if asleep). */
 void ha_purge_kick(void);
 /* The decay steps: give back what has been idle HA_DECAY_MS by now; nonzero
  * while bytes that will decay are left. */
 int ha_central_decay(uint32_t now);
 int ha_arena_decay(uint32_t now);
 int ha_huge_decay(uint32_t now);
+/* Bytes in use by each tier, racy: spans held by size classes, large
+ * blocks, huge blocks. */
+uint64_t ha_central_live_bytes(void);
+uint64_t ha_arena_live_bytes(void);
+uint64_t ha_huge_live_bytes(void);
+/* Free bytes each keeps resident: hot spans and transfer batches, hot
+ * large blocks, free dirty huge pages. */
+uint64_t ha_central_held_bytes(void);
+uint64_t ha_arena_held_bytes(void);
+uint64_t ha_huge_held_bytes(void);
 
 /* A coarse millisecond clock (the vDSO: no system call), wrapping. */
 static inline uint32_t ha_now_ms(void)

@@ -1,40 +1,33 @@
-/* alloc/purge.c — the purge thread: the clock the caches decay by.
+/* alloc/purge.c — the purge thread, an opt-in clock for cached memory.
  *
  * Freed memory stays resident for a while so that a program that allocates
  * again does not fault it back in: free spans (central.c), freed large
- * blocks (arena.c), free huge pages (huge.c).  Each gives what has been idle
- * for HA_DECAY_MS back to the kernel, but a clock read at the allocator's
- * slow paths never ticks for a program that sleeps, or whose allocations
- * all stay within its thread caches; such a program kept every cached byte
- * for good.  This thread is the clock.
+ * blocks (arena.c), free huge pages (huge.c).  By default no clock of our
+ * own runs: each cache decides at free time what may stay (a bound that a
+ * program going quiet at that moment can afford, ha_quiet_cap) and gives
+ * back what has been idle HA_DECAY_MS at the program's own slow paths.  A
+ * thread of ours would make glibc's fork take its atfork lock (a fork from
+ * a signal handler that interrupted fork then deadlocks), and makes
+ * single-thread-only calls (unshare(CLONE_NEWUSER)) fail.
  *
+ * HEAPALLOC_PURGE_THREAD=1 starts this thread instead, and the caches keep
+ * more (up to their hot maximum) because it ages them out:
  *   - It starts the first time a cache holds more than its resident floor
- *     (ha_purge_kick), not at init: most programs never need it.
+ *     (ha_purge_kick), not at init.
  *   - While any cache holds bytes that will decay it wakes every TICK_MS
  *     and runs each cache's decay step; when none does it sleeps on a futex
- *     with no timeout (an idle process sees no wake-ups), and the next
- *     cache to pass its floor wakes it: a fence and a load on that cache's
- *     slow path, a system call only when the thread was asleep.
- *   - It never allocates, runs with every signal blocked (the program's
- *     handlers never run on it) and takes heapalloc locks only through the
- *     decay steps, one at a time.  pthread_create and pthread_atfork may
- *     call malloc and take glibc's fork lock, so the thread is started only
- *     by a caller that holds no heapalloc lock.
- *   - Fork: the child has no such thread.  A child handler marks it absent
- *     and the child starts its own at its first kick.  Caches the thread
- *     was releasing at the fork (taken off their lists, not yet put back)
- *     stay out of the child's lists: address space only, never reused.
+ *     with no timeout, and the next cache to pass its floor wakes it.
+ *   - It never allocates, runs with every signal blocked and takes
+ *     heapalloc locks only through the decay steps, one at a time.
+ *     pthread_create may call malloc and take glibc's fork lock, so it is
+ *     started only by a caller that holds no heapalloc lock.
+ *   - Fork: the child has no such thread; a child handler marks it absent
+ *     and the child starts its own at its first kick.
  *   - Not started while profiling is on: pthread_create allocates (the new
  *     thread's TLS vector) through malloc, and those bytes would show in
- *     the profile and its exact totals as if the program had asked for
- *     them.  A thread started before profiling began keeps running.
- *   - HEAPALLOC_PURGE_THREAD=0 keeps a program single-threaded: never
- *     started (read at the first kick, when the environment is surely set
- *     up; turning a thread off needs no AT_SECURE guard).
- *   - Until it runs (profiling, switched off, or the thread cannot be
- *     created) the caches decay at their own slow paths, and malloc_trim
- *     gives everything back at once; a failed start is retried after
- *     RETRY_MS.
+ *     the profile as if the program had asked for them.
+ *   - Until it runs the caches behave as by default; a failed start is
+ *     retried after RETRY_MS.
  */
 #include "alloc/internal.h"
 #include <linux/futex.h>
@@ -103,14 +96,17 @@ static void start(void)
 	if (!__atomic_compare_exchange_n(&state, &st, STARTING, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;   /* someone else is starting it (maybe this thread, inside pthread_create) */
 	if (st == ABSENT) {
+		/* read at the first kick, when the environment is surely set up;
+		 * only "1" turns it on (no AT_SECURE concern: a thread that ages
+		 * caches out grants nothing) */
 		const char *v = getenv("HEAPALLOC_PURGE_THREAD");
-		if (v && v[0] == '0' && !v[1]) {
+		if (!v || !(v[0] == '1' && !v[1])) {
+			if (v && !(v[0] == '0' && !v[1]) && !warned++)   /* once, children included */
+				ha_log("heapalloc: HEAPALLOC_PURGE_THREAD=%s is not 0 or 1; "
+				       "no purge thread is started\n", v);
 			__atomic_store_n(&state, DISABLED, __ATOMIC_RELEASE);
 			return;
 		}
-		if (v && !(v[0] == '1' && !v[1]) && !warned++)   /* once, children included */
-			ha_log("heapalloc: HEAPALLOC_PURGE_THREAD=%s is not 0 or 1; "
-			       "the purge thread stays on\n", v);
 	}
 	if (!atfork_done && pthread_atfork(NULL, NULL, purge_child) == 0)
 		atfork_done = 1;
@@ -132,10 +128,65 @@ static void start(void)
 	__atomic_store_n(&state, rc == 0 ? RUNNING : FAILED, __ATOMIC_RELEASE);
 }
 
+int ha_purge_running(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_RELAXED) == RUNNING;
+}
+
+/* Reuse learned (ha_keep_refault): bytes the bound grows by, and the ms
+ * clock of the last give-back the bound forced; both atomic. */
+static uint64_t learned;
+static uint32_t forced_at;
+
+void ha_keep_forced(uint32_t now)
+{
+	__atomic_store_n(&forced_at, now | 1, __ATOMIC_RELAXED);
+}
+
+void ha_keep_refault(size_t bytes)
+{
+	uint32_t at = __atomic_load_n(&forced_at, __ATOMIC_RELAXED);
+	if (!at || (uint32_t)(ha_now_ms() - at) > HA_REFAULT_MS)
+		return;
+	uint64_t l = __atomic_load_n(&learned, __ATOMIC_RELAXED) + bytes;
+	__atomic_store_n(&learned, l < HA_KEEP_LEARN_MAX ? l : HA_KEEP_LEARN_MAX, __ATOMIC_RELAXED);
+}
+
+size_t ha_keep_cap(uint64_t own, size_t hot_max)
+{
+	if (ha_purge_running())
+		return hot_max;
+	uint64_t live = ha_central_live_bytes() + ha_arena_live_bytes() + ha_huge_live_bytes();
+	uint64_t held = ha_central_held_bytes() + ha_arena_held_bytes() + ha_huge_held_bytes();
+	uint64_t cap = HA_KEEP_FLOOR + live / HA_KEEP_SHARE + __atomic_load_n(&learned, __ATOMIC_RELAXED);
+	uint64_t others = held > own ? held - own : 0;
+	cap = cap > others ? cap - others : 0;
+	return cap < hot_max ? (size_t)cap : hot_max;
+}
+
+static uint32_t ticked;   /* ms clock of the last ha_purge_tick step */
+
+void ha_purge_tick(uint32_t now)
+{
+	uint32_t last = __atomic_load_n(&ticked, __ATOMIC_RELAXED);
+	if ((uint32_t)(now - last) < HA_DECAY_MS / 8)
+		return;
+	if (!__atomic_compare_exchange_n(&ticked, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;   /* another thread runs this step */
+	/* no forced give-back for a decay period: what was learned fades */
+	uint64_t l = __atomic_load_n(&learned, __ATOMIC_RELAXED);
+	if (l && (uint32_t)(now - __atomic_load_n(&forced_at, __ATOMIC_RELAXED)) > HA_DECAY_MS)
+		__atomic_store_n(&learned, l / 2, __ATOMIC_RELAXED);
+	decay_all(now);
+}
+
 void ha_purge_kick(void)
 {
+	int st = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (HA_LIKELY(st == DISABLED))
+		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* the cache's bytes, then asleep */
-	if (HA_LIKELY(__atomic_load_n(&state, __ATOMIC_RELAXED) == RUNNING)) {
+	if (HA_LIKELY(st == RUNNING)) {
 		if (__atomic_load_n(&asleep, __ATOMIC_RELAXED) &&
 		    __atomic_exchange_n(&asleep, 0, __ATOMIC_SEQ_CST))
 			syscall(SYS_futex, &asleep, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);

@@ -7,10 +7,16 @@
  * cache (SPIKE_BUSY 1) or sleep, no allocator call at all (SPIKE_BUSY 0).
  * Resident memory must come within 16 MiB of where it was before the
  * spike within 2.5 s (glibc's malloc: at once; heapalloc's promise: 2 s).
+ * By default heapalloc starts no thread (what stays resident is decided at
+ * the free), so the process stays single-threaded throughout.
  * Also, per build:
- *   SPIKE_WAKEUPS  once everything has decayed, the purge thread
- *                  ("heapalloc-purge") sleeps: no context switch of it
- *                  in a quiet second;
+ *   SPIKE_WAKEUPS  HEAPALLOC_PURGE_THREAD=1: the opt-in purge thread
+ *                  ("heapalloc-purge") gives the spike back, and once
+ *                  everything has decayed it sleeps: no context switch of
+ *                  it in a quiet second;
+ *   SPIKE_PROFILED the same run re-executed with HEAPPROFILE set (profile
+ *                  files in a temporary directory, removed after): memory
+ *                  comes back the same way while the heap is profiled;
  *   SPIKE_FORK     a child forked after the spike (no purge thread in it)
  *                  gets the memory of its own spike back the same way;
  *   SPIKE_NOTHREAD HEAPALLOC_PURGE_THREAD=0: the process stays
@@ -171,9 +177,8 @@ static long purge_switches(void)
 }
 #endif
 
-#ifdef SPIKE_NOTHREAD
 /* Threads of this process, from /proc/self/status, or -1. */
-static long threads_now(void)
+__attribute__((unused)) static long threads_now(void)
 {
 	char buf[4096];
 	if (slurp("/proc/self/status", buf, sizeof buf) != 0)
@@ -181,10 +186,41 @@ static long threads_now(void)
 	char *t = strstr(buf, "\nThreads:");
 	return t ? atol(t + 9) : -1;
 }
+
+#ifdef SPIKE_PROFILED
+/* Run this program again with HEAPPROFILE in a fresh directory; its exit
+ * status is ours, the directory goes afterwards. */
+static int run_profiled(void)
+{
+	char dir[] = "/tmp/alloc_spike_prof.XXXXXX", prefix[64], cmd[128];
+	REQUIRE(mkdtemp(dir) != NULL);
+	snprintf(prefix, sizeof prefix, "%s/p", dir);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		setenv("HEAPPROFILE", prefix, 1);
+		execl("/proc/self/exe", "alloc_spike", (char *)NULL);
+		_exit(99);
+	}
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
 #endif
 
 int main(void)
 {
+#ifdef SPIKE_PROFILED
+	if (!getenv("HEAPPROFILE"))
+		return run_profiled();
+#endif
+#ifdef SPIKE_WAKEUPS
+	setenv("HEAPALLOC_PURGE_THREAD", "1", 1);   /* read when a cache first passes its floor */
+#endif
 	long base = rss_now();
 	if (base < 0)
 		HARD_ERROR("cannot read /proc/self/statm");
@@ -214,6 +250,9 @@ int main(void)
 	CHECK_GE(freed, 0);
 	CHECK_GE(ms, 0);
 	CHECK_LE(last, base + 16 * 1024);
+#if !defined(SPIKE_WAKEUPS) && !defined(SPIKE_PROFILED)
+	CHECK_EQ(threads_now(), 1);   /* no thread of heapalloc's did it */
+#endif
 
 #ifdef SPIKE_WAKEUPS
 	/* by 2.5 s after the free every cached block has decayed (1 s idle,
