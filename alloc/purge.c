@@ -23,9 +23,10 @@
  *     started only by a caller that holds no heapalloc lock.
  *   - Fork: the child has no such thread; a child handler marks it absent
  *     and the child starts its own at its first kick.
- *   - Not started while profiling is on: pthread_create allocates (the new
- *     thread's TLS vector) through malloc, and those bytes would show in
- *     the profile as if the program had asked for them.
+ *   - pthread_create allocates (the new thread's TLS vector) through
+ *     malloc: those bytes are taken out of the books (ha_books_own_begin),
+ *     so the profiles' totals count the program's heap only.  Profiling,
+ *     always on by default, no longer keeps the thread from starting.
  *   - Until it runs the caches behave as by default; a failed start is
  *     retried after RETRY_MS.
  */
@@ -119,7 +120,10 @@ static void start(void)
 		pthread_attr_setstacksize(&attr, STACK_BYTES);
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);   /* the thread inherits it */
+		int64_t mark[5];
+		ha_books_own_begin(mark);
 		rc = pthread_create(&t, &attr, purge_main, NULL);
+		ha_books_own_end(mark);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&attr);
 	}
@@ -192,6 +196,6 @@ void ha_purge_kick(void)
 			syscall(SYS_futex, &asleep, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 		return;
 	}
-	if (!ha_locks_held && ha_hot.prof_mode == HA_PROF_OFF)
+	if (!ha_locks_held)
 		start();
 }
