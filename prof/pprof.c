@@ -53,6 +53,7 @@
 
 #include "prof/prof.h"
 #include "prof/pb.h"
+#include "prof/sampler.h"
 #include "prof/sym_abi.h"
 
 #define BUILD_ID_MAX 64
@@ -268,7 +269,7 @@ static void unsample(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *
 		return;
 	}
 	double avg = (double)b / (double)c;
-	double scale = 1.0 / (1.0 - ha_exp_neg(-avg / (double)r));
+	double scale = 1.0 / ha_sample_p(avg / (double)r);
 	*oc = (uint64_t)((double)c * scale);
 	*ob = (uint64_t)((double)b * scale);
 }
