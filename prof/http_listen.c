@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "prof/environ.h"
 #include "prof/http.h"
 
 int ha_http_listen_fd = -1;
@@ -118,24 +119,12 @@ static void fill_addr(ha_out *o, void *arg)
  * marker and do not try the address (it is ours). */
 static void mark_descendants(void)
 {
-	extern char **environ;
 	static char var[48];
+	char *add[1] = { var };
 	if (!environ)
 		return;
 	ha_snprintf(var, sizeof var, "HEAPALLOC_HTTP_ROOT=%d", (int)getpid());
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **e = ha_raw_malloc((n + 2) * sizeof *e);
-	if (!e)
-		return;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "HEAPALLOC_HTTP_ROOT=", 20) != 0)
-			e[k++] = environ[i];
-	e[k++] = var;
-	e[k] = NULL;
-	environ = e;
+	ha_environ_put(add, 1, "HEAPALLOC_HTTP_ROOT=");   /* an ancestor's is not ours */
 }
 
 int ha_http_start(const char *addr)
