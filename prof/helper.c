@@ -241,10 +241,6 @@ int ha_helper_wake(void)
 	return 0;
 }
 
-void ha_helper_stop(void)
-{
-}
-
 void ha_helper_flush(void)
 {
 	while (claim())
