@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "prof/prof.h"
+#include "prof/sampler.h"
 
 /* The totals the dump being written prints (ha_calib_hold), else read when
  * a profile is made (heapalloc_profile_pprof, GetHeapProfile, HTTP). */
@@ -72,8 +73,7 @@ static double sqrt_pos(double x)
 /* p for objects of avg bytes at mean interval r. */
 static double p_of(double avg, int64_t r)
 {
-	double x = avg / (double)r;
-	return x < 1e-3 ? x * (1 - x / 2 * (1 - x / 3)) : 1 - ha_exp_neg(-x);
+	return ha_sample_p(avg / (double)r);
 }
 
 double ha_calib_rse(uint64_t c, uint64_t b, int64_t r)

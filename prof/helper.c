@@ -22,7 +22,7 @@
  * parent's pipe: postfork closes it, and the first profiler hook in the
  * child recreates both (ha_helper_ensure).  The helper never samples its
  * own allocations (ha_prof_busy stays set on it).
- * HEAP_PROFILE_HTTP's sockets (http.c) are polled in the same loop: the
+ * HEAP_PROFILE_HTTP's sockets (http_conn.c) are polled in the same loop: the
  * loop's timeout is also the nearest connection deadline or delta's end.
  */
 #ifndef _GNU_SOURCE
@@ -239,10 +239,6 @@ int ha_helper_wake(void)
 	}
 	errno = saved;
 	return 0;
-}
-
-void ha_helper_stop(void)
-{
 }
 
 void ha_helper_flush(void)

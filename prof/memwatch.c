@@ -44,7 +44,7 @@ static struct {
 	char usage_path[PATH_CAP];  /* the cgroup's usage file, "" = use RSS */
 	int oom_done;             /* the pre-OOM dump is written once */
 	void *reserve;
-} W;
+} watch;
 
 /* path's content into buf (NUL-terminated); its length, or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t cap)
@@ -116,15 +116,15 @@ int ha_proc_statm(uint64_t *as, uint64_t *rss)
 
 static void take_limit(int kind, uint64_t limit, const char *usage)
 {
-	if (!limit || (W.limit && W.limit <= limit))
+	if (!limit || (watch.limit && watch.limit <= limit))
 		return;
-	W.kind = kind;
-	W.limit = limit;
+	watch.kind = kind;
+	watch.limit = limit;
 	uint64_t v;
 	if (usage && read_u64_file(usage, &v) == 0)
-		ha_snprintf(W.usage_path, sizeof W.usage_path, "%s", usage);
+		ha_snprintf(watch.usage_path, sizeof watch.usage_path, "%s", usage);
 	else
-		W.usage_path[0] = 0;
+		watch.usage_path[0] = 0;
 }
 
 /* The memory cgroups of /proc/self/cgroup: "0::/path" (v2; this group and
@@ -192,51 +192,52 @@ int ha_memwatch_start(void)
 {
 	uint64_t as = 0, rss = 0;
 	ha_proc_statm(&as, &rss);
-	W.rss_step = ha_prof_opt.rss_interval;
-	W.rss_base = rss;
-	W.kind = LIM_NONE;
-	W.limit = W.threshold = 0;
-	W.oom_done = 0;
+	watch.rss_step = ha_prof_opt.rss_interval;
+	watch.rss_base = rss;
+	watch.kind = LIM_NONE;
+	watch.limit = watch.threshold = 0;
+	watch.oom_done = 0;
 	if (ha_prof_opt.oom_fraction > 0) {
 		find_cgroup_limits();
 		struct rlimit rl;
 		if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 			take_limit(LIM_AS, (uint64_t)rl.rlim_cur, NULL);
-		W.threshold = (uint64_t)((unsigned __int128)W.limit *
+		watch.threshold = (uint64_t)((unsigned __int128)watch.limit *
 					 (uint64_t)ha_prof_opt.oom_fraction / 1000000);
 	}
-	if (W.limit && !W.reserve) {
+	if (watch.limit && !watch.reserve) {
 		void *m = ha_sys_mmap(NULL, RESERVE_BYTES, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		W.reserve = m == MAP_FAILED ? NULL : m;
+		watch.reserve = m == MAP_FAILED ? NULL : m;
 	}
 	return ha_memwatch_period_ms() > 0;
 }
 
 int ha_memwatch_period_ms(void)
 {
-	return W.rss_step > 0 || (W.limit && !W.oom_done) ? POLL_MS : -1;
+	return watch.rss_step > 0 || (watch.limit && !watch.oom_done) ? POLL_MS : -1;
 }
 
 static void oom_check(uint64_t as, uint64_t rss)
 {
-	uint64_t use = W.kind == LIM_AS ? as : rss;
-	const char *what = W.kind == LIM_AS ? "address space" : "RSS";
-	if (W.kind != LIM_AS && W.usage_path[0] && read_u64_file(W.usage_path, &use) == 0)
+	uint64_t use = watch.kind == LIM_AS ? as : rss;
+	const char *what = watch.kind == LIM_AS ? "address space" : "RSS";
+	if (watch.kind != LIM_AS && watch.usage_path[0] &&
+	    read_u64_file(watch.usage_path, &use) == 0)
 		what = "cgroup usage";
-	if (use < W.threshold)
+	if (use < watch.threshold)
 		return;
-	W.oom_done = 1;
+	watch.oom_done = 1;
 	char reason[160];
 	ha_snprintf(reason, sizeof reason, "%s %llu MB, %llu%% of %s %llu MB", what,
 		    (unsigned long long)(use >> 20),
-		    (unsigned long long)((unsigned __int128)use * 100 / W.limit),
-		    W.kind == LIM_AS ? "RLIMIT_AS" : "the cgroup limit",
-		    (unsigned long long)(W.limit >> 20));
-	ha_prof_dump_reserved(reason, W.reserve, RESERVE_BYTES);
-	if (W.reserve) {
-		ha_sys_munmap(W.reserve, RESERVE_BYTES);   /* once: give it back */
-		W.reserve = NULL;
+		    (unsigned long long)((unsigned __int128)use * 100 / watch.limit),
+		    watch.kind == LIM_AS ? "RLIMIT_AS" : "the cgroup limit",
+		    (unsigned long long)(watch.limit >> 20));
+	ha_prof_dump_reserved(reason, watch.reserve, RESERVE_BYTES);
+	if (watch.reserve) {
+		ha_sys_munmap(watch.reserve, RESERVE_BYTES);   /* once: give it back */
+		watch.reserve = NULL;
 	}
 }
 
@@ -245,14 +246,14 @@ void ha_memwatch_poll(void)
 	uint64_t as, rss;
 	if (!ha_prof_running() || ha_proc_statm(&as, &rss) != 0)
 		return;
-	if (W.limit && !W.oom_done)
+	if (watch.limit && !watch.oom_done)
 		oom_check(as, rss);
-	if (W.rss_step > 0 && rss > W.rss_base + (uint64_t)W.rss_step) {
+	if (watch.rss_step > 0 && rss > watch.rss_base + (uint64_t)watch.rss_step) {
 		char reason[96];
 		ha_snprintf(reason, sizeof reason, "RSS %llu MB, grew %llu MB",
 			    (unsigned long long)(rss >> 20),
-			    (unsigned long long)((rss - W.rss_base) >> 20));
-		W.rss_base = rss;
+			    (unsigned long long)((rss - watch.rss_base) >> 20));
+		watch.rss_base = rss;
 		ha_prof_dump(reason, 1);
 	}
 }

@@ -18,9 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "prof/environ.h"
 #include "prof/session.h"
-
-extern char **environ;
 
 struct ha_kept_dumps ha_kept_dumps;
 
@@ -186,17 +185,11 @@ void ha_naming_mark_descendants(void)
 	if ((!add_pid && !add_root) || !environ)
 		return;
 	ha_snprintf(root, sizeof root, "HEAPALLOC_PROFILE_ROOT=%d", (int)getpid());
+	char *add[2];
 	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **e = ha_raw_malloc((n + 3) * sizeof *e);
-	if (!e)
-		return;
-	memcpy(e, environ, n * sizeof *e);
 	if (add_pid)
-		e[n++] = var;
+		add[n++] = var;
 	if (add_root)
-		e[n++] = root;
-	e[n] = NULL;
-	environ = e;
+		add[n++] = root;
+	ha_environ_put(add, n, NULL);
 }

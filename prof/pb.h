@@ -6,8 +6,8 @@
  * fit sets pb_buf.over and the caller drops it.  Wire types used: 0 varint
  * (ints, bools, ids), 2 length-delimited (strings, packed ints, messages).
  */
-#ifndef HA_DUMP_PB_H
-#define HA_DUMP_PB_H
+#ifndef HA_PROF_PB_H
+#define HA_PROF_PB_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -66,7 +66,7 @@ static struct {
 	uint64_t n;               /* slots taken (atomic) */
 	uint64_t done;            /* slots read back (peak_lock) */
 	int over;                 /* reread everything (atomic) */
-} D;
+} marks;
 
 static struct {
 	uint64_t first;           /* HEAP_PROFILE_PEAK_INTERVAL; 0: off */
@@ -85,15 +85,15 @@ static struct {
 	uint64_t high;            /* highest in use seen (atomic); kept past a stop */
 	int armed;                /* the turn is watched for (atomic) */
 	int live;                 /* a table to copy: from reset to drop */
-	int image_ok;             /* K.cur is the image, up to date but marks */
-} K;
+	int image_ok;             /* peak.cur is the image, up to date but marks */
+} peak;
 
 /* In use past which a copy is due: the first at HEAP_PROFILE_PEAK_INTERVAL
  * (mark 0: no copy yet), then a step over the last. */
 static uint64_t due(uint64_t mark)
 {
 	if (!mark)
-		return K.first;
+		return peak.first;
 	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED))
 		return mark + 1;      /* the image: every new high */
 	uint64_t rel = mark >> 7;
@@ -102,7 +102,7 @@ static uint64_t due(uint64_t mark)
 
 static void disarm(void)
 {
-	if (__atomic_exchange_n(&K.armed, 0, __ATOMIC_ACQ_REL))
+	if (__atomic_exchange_n(&peak.armed, 0, __ATOMIC_ACQ_REL))
 		ha_alloc_watch_frees(0);
 }
 
@@ -110,19 +110,19 @@ void ha_peak_reset(int64_t interval, int64_t rate)
 {
 	ha_peak_drop();
 	ha_plock_lock(&peak_lock);
-	K.first = interval > 0 ? (uint64_t)interval : 0;
-	K.gap = rate > 1 ? PEAK_GAP_RATES * (uint64_t)rate : 0;
-	K.version = K.written = 0;
-	__atomic_store_n(&K.high, 0, __ATOMIC_RELAXED);
-	K.live = 1;
-	K.image_ok = 0;
-	if (rate <= 1 && !ha_prof_compat() && K.first && !D.list)
-		D.list = ha_raw_malloc(MARKS_CAP * sizeof *D.list);
-	if (rate <= 1 && !ha_prof_compat() && K.first && D.list) {
-		memset(D.list, 0, MARKS_CAP * sizeof *D.list);
-		__atomic_store_n(&D.n, 0, __ATOMIC_RELAXED);
-		D.done = 0;
-		__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+	peak.first = interval > 0 ? (uint64_t)interval : 0;
+	peak.gap = rate > 1 ? PEAK_GAP_RATES * (uint64_t)rate : 0;
+	peak.version = peak.written = 0;
+	__atomic_store_n(&peak.high, 0, __ATOMIC_RELAXED);
+	peak.live = 1;
+	peak.image_ok = 0;
+	if (rate <= 1 && !ha_prof_compat() && peak.first && !marks.list)
+		marks.list = ha_raw_malloc(MARKS_CAP * sizeof *marks.list);
+	if (rate <= 1 && !ha_prof_compat() && peak.first && marks.list) {
+		memset(marks.list, 0, MARKS_CAP * sizeof *marks.list);
+		__atomic_store_n(&marks.n, 0, __ATOMIC_RELAXED);
+		marks.done = 0;
+		__atomic_store_n(&marks.over, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&ha_peak_inc, 1, __ATOMIC_RELEASE);
 	}
 	ha_plock_unlock(&peak_lock);
@@ -130,25 +130,25 @@ void ha_peak_reset(int64_t interval, int64_t rate)
 
 void ha_peak_see(uint64_t inuse)
 {
-	uint64_t h = __atomic_load_n(&K.high, __ATOMIC_RELAXED);
+	uint64_t h = __atomic_load_n(&peak.high, __ATOMIC_RELAXED);
 	while (inuse > h &&
-	       !__atomic_compare_exchange_n(&K.high, &h, inuse, 1, __ATOMIC_RELAXED,
+	       !__atomic_compare_exchange_n(&peak.high, &h, inuse, 1, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED))
 		;
 }
 
 uint64_t ha_peak_high(void)
 {
-	return __atomic_load_n(&K.high, __ATOMIC_RELAXED);
+	return __atomic_load_n(&peak.high, __ATOMIC_RELAXED);
 }
 
 void ha_peak_arm(uint64_t inuse)
 {
 	ha_peak_see(inuse);
-	if (!K.first || inuse < due(__atomic_load_n(&K.step_mark, __ATOMIC_RELAXED)) ||
-	    inuse <= __atomic_load_n(&K.mark, __ATOMIC_RELAXED))
+	if (!peak.first || inuse < due(__atomic_load_n(&peak.step_mark, __ATOMIC_RELAXED)) ||
+	    inuse <= __atomic_load_n(&peak.mark, __ATOMIC_RELAXED))
 		return;
-	if (!__atomic_exchange_n(&K.armed, 1, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&peak.armed, 1, __ATOMIC_ACQ_REL))
 		ha_alloc_watch_frees(1);
 }
 
@@ -158,16 +158,16 @@ void ha_peak_arm(uint64_t inuse)
  * step above. */
 int64_t ha_peak_room(uint64_t inuse)
 {
-	if (!K.first)
+	if (!peak.first)
 		return INT64_MAX;
-	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED) && K.cur)
+	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED) && peak.cur)
 		return INT64_MAX;     /* each record checks (prof/hooks.c) */
-	uint64_t mark = __atomic_load_n(&K.step_mark, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&K.armed, __ATOMIC_RELAXED) && inuse > mark)
+	uint64_t mark = __atomic_load_n(&peak.step_mark, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&peak.armed, __ATOMIC_RELAXED) && inuse > mark)
 		mark = inuse;
 	uint64_t d = due(mark);
 	uint64_t room = d > inuse ? d - inuse - 1 : 0;
-	return (int64_t)(room > K.gap ? room : K.gap);
+	return (int64_t)(room > peak.gap ? room : peak.gap);
 }
 
 /* Copy the table into the spare buffer and make it the copy.  peak_lock
@@ -176,11 +176,11 @@ void ha_peak_touch_slow(ha_bucket *b)
 {
 	if (__atomic_exchange_n(&b->dirty, 1, __ATOMIC_ACQ_REL))
 		return;
-	uint64_t i = __atomic_fetch_add(&D.n, 1, __ATOMIC_ACQ_REL);
+	uint64_t i = __atomic_fetch_add(&marks.n, 1, __ATOMIC_ACQ_REL);
 	if (i < MARKS_CAP)
-		__atomic_store_n(&D.list[i], b->idx + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&marks.list[i], b->idx + 1, __ATOMIC_RELEASE);
 	else
-		__atomic_store_n(&D.over, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&marks.over, 1, __ATOMIC_RELEASE);
 }
 
 /* Reread bucket idx into the image: its mark cleared first, so a change
@@ -200,7 +200,7 @@ static void reread(copy *c, size_t idx)
 static int take_image(const uint64_t t[2])
 {
 	size_t nb = ha_table_count();
-	copy *c = K.cur;
+	copy *c = peak.cur;
 	if (!c || c->cap < nb + 64) {
 		size_t cap = nb + nb / 2 + 1024;
 		copy *g = ha_raw_malloc(sizeof *g + cap * sizeof g->v[0]);
@@ -213,21 +213,21 @@ static int take_image(const uint64_t t[2])
 			g->n = c->n;
 			ha_raw_free(c);   /* never the writer's: it writes a snapshot */
 		}
-		K.cur = c = g;
+		peak.cur = c = g;
 	}
 	for (;;) {
-		uint64_t n = __atomic_load_n(&D.n, __ATOMIC_ACQUIRE);
-		for (; D.done < n && D.done < MARKS_CAP; D.done++) {
+		uint64_t n = __atomic_load_n(&marks.n, __ATOMIC_ACQUIRE);
+		for (; marks.done < n && marks.done < MARKS_CAP; marks.done++) {
 			uint32_t v;
 			int spins = 0;
-			while (!(v = __atomic_load_n(&D.list[D.done], __ATOMIC_ACQUIRE)) &&
+			while (!(v = __atomic_load_n(&marks.list[marks.done], __ATOMIC_ACQUIRE)) &&
 			       ++spins < 1000)
 				sched_yield();   /* its marker is between two stores */
 			if (!v) {
-				__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&marks.over, 1, __ATOMIC_RELAXED);
 				continue;
 			}
-			__atomic_store_n(&D.list[D.done], 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&marks.list[marks.done], 0, __ATOMIC_RELAXED);
 			if (v - 1 < c->cap) {
 				for (size_t k = c->n; k < v - 1; k++)
 					reread(c, k);   /* buckets made since */
@@ -235,19 +235,19 @@ static int take_image(const uint64_t t[2])
 				if (v > c->n)
 					c->n = v;
 			} else {
-				__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&marks.over, 1, __ATOMIC_RELAXED);
 			}
 		}
 		uint64_t want = n;
 		if (n >= MARKS_CAP)
-			__atomic_store_n(&D.over, 1, __ATOMIC_RELAXED);
-		if (__atomic_compare_exchange_n(&D.n, &want, 0, 0, __ATOMIC_ACQ_REL,
+			__atomic_store_n(&marks.over, 1, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(&marks.n, &want, 0, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
-			D.done = 0;
+			marks.done = 0;
 			break;
 		}
 	}
-	if (!K.image_ok || __atomic_exchange_n(&D.over, 0, __ATOMIC_ACQ_REL)) {
+	if (!peak.image_ok || __atomic_exchange_n(&marks.over, 0, __ATOMIC_ACQ_REL)) {
 		nb = ha_table_count();
 		if (nb > c->cap)
 			nb = c->cap;
@@ -255,16 +255,16 @@ static int take_image(const uint64_t t[2])
 			reread(c, k);
 		if (nb > c->n)
 			c->n = nb;
-		K.image_ok = 1;
+		peak.image_ok = 1;
 	}
 	uint64_t inuse = ha_inuse_of(t);
-	clock_gettime(CLOCK_REALTIME, &K.at);
-	K.at_t[0] = t[0];
-	K.at_t[1] = t[1];
+	clock_gettime(CLOCK_REALTIME, &peak.at);
+	peak.at_t[0] = t[0];
+	peak.at_t[1] = t[1];
 	c->books[0] = t[0];
 	c->books[1] = t[0] > inuse ? t[0] - inuse : 0;
-	__atomic_store_n(&K.mark, inuse, __ATOMIC_RELAXED);
-	K.version++;
+	__atomic_store_n(&peak.mark, inuse, __ATOMIC_RELAXED);
+	peak.version++;
 	return 0;
 }
 
@@ -274,21 +274,21 @@ static int take(const uint64_t t[2])
 		return take_image(t);
 	uint64_t inuse = ha_inuse_of(t);
 	for (int tries = 0; tries < 4; tries++) {
-		copy *c = K.spare;
+		copy *c = peak.spare;
 		ha_table_lock();
 		size_t n = ha_table_copy(c ? c->v : NULL, c ? c->cap : 0);
 		if (c && n <= c->cap) {
 			ha_table_unlock();
 			c->n = n;
-			clock_gettime(CLOCK_REALTIME, &K.at);
-			K.at_t[0] = t[0];
-			K.at_t[1] = t[1];
+			clock_gettime(CLOCK_REALTIME, &peak.at);
+			peak.at_t[0] = t[0];
+			peak.at_t[1] = t[1];
 			c->books[0] = t[0];
 			c->books[1] = t[0] > inuse ? t[0] - inuse : 0;
-			K.spare = K.cur != K.writing ? K.cur : NULL;
-			K.cur = c;
-			__atomic_store_n(&K.mark, inuse, __ATOMIC_RELAXED);
-			K.version++;
+			peak.spare = peak.cur != peak.writing ? peak.cur : NULL;
+			peak.cur = c;
+			__atomic_store_n(&peak.mark, inuse, __ATOMIC_RELAXED);
+			peak.version++;
 			return 0;
 		}
 		ha_table_unlock();
@@ -300,7 +300,7 @@ static int take(const uint64_t t[2])
 		b->cap = cap;
 		if (c)
 			ha_raw_free(c);
-		K.spare = b;
+		peak.spare = b;
 	}
 	return ENOMEM;
 }
@@ -309,11 +309,11 @@ void ha_peak_turn(const uint64_t t[2])
 {
 	uint64_t inuse = ha_inuse_of(t);
 	ha_plock_lock(&peak_lock);
-	if (K.live) {
+	if (peak.live) {
 		ha_peak_see(inuse);
-		if (K.first && inuse >= due(K.step_mark) && (!K.cur || inuse > K.mark) &&
-		    take(t) == 0)
-			__atomic_store_n(&K.step_mark, inuse, __ATOMIC_RELAXED);
+		if (peak.first && inuse >= due(peak.step_mark) &&
+		    (!peak.cur || inuse > peak.mark) && take(t) == 0)
+			__atomic_store_n(&peak.step_mark, inuse, __ATOMIC_RELAXED);
 	}
 	disarm();
 	ha_plock_unlock(&peak_lock);
@@ -323,10 +323,10 @@ void ha_peak_dump(const uint64_t t[2])
 {
 	uint64_t inuse = ha_inuse_of(t);
 	ha_peak_see(inuse);
-	if (!K.first)
+	if (!peak.first)
 		return;
 	ha_plock_lock(&peak_lock);
-	if (K.live && (!K.cur ? inuse >= K.first : inuse > K.mark))
+	if (peak.live && (!peak.cur ? inuse >= peak.first : inuse > peak.mark))
 		take(t);
 	ha_plock_unlock(&peak_lock);
 }
@@ -335,19 +335,19 @@ uint64_t ha_peak_bytes(void)
 {
 	uint64_t b = 0;
 	ha_plock_lock(&peak_lock);
-	if (K.cur)
-		b += sizeof *K.cur + K.cur->cap * sizeof K.cur->v[0];
-	if (K.spare)
-		b += sizeof *K.spare + K.spare->cap * sizeof K.spare->v[0];
-	if (K.writing && K.writing != K.cur)
-		b += sizeof *K.writing + K.writing->cap * sizeof K.writing->v[0];
+	if (peak.cur)
+		b += sizeof *peak.cur + peak.cur->cap * sizeof peak.cur->v[0];
+	if (peak.spare)
+		b += sizeof *peak.spare + peak.spare->cap * sizeof peak.spare->v[0];
+	if (peak.writing && peak.writing != peak.cur)
+		b += sizeof *peak.writing + peak.writing->cap * sizeof peak.writing->v[0];
 	ha_plock_unlock(&peak_lock);
 	return b;
 }
 
 uint64_t ha_peak_inuse(void)
 {
-	return K.cur ? __atomic_load_n(&K.mark, __ATOMIC_RELAXED) : 0;
+	return peak.cur ? __atomic_load_n(&peak.mark, __ATOMIC_RELAXED) : 0;
 }
 
 /* Under ha_prof_dump_lock; the copy is written without peak_lock, so a turn
@@ -356,19 +356,19 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 {
 	*written = 0;
 	ha_plock_lock(&peak_lock);
-	copy *c = K.cur;
-	uint64_t version = K.version;
-	if (!c || K.written == version) {
+	copy *c = peak.cur;
+	uint64_t version = peak.version;
+	if (!c || peak.written == version) {
 		ha_plock_unlock(&peak_lock);
 		return 0;
 	}
 	if (__atomic_load_n(&ha_peak_inc, __ATOMIC_RELAXED)) {
 		/* the image changes under turns: write a snapshot of it */
-		copy *w = K.spare;
+		copy *w = peak.spare;
 		if (!w || w->cap < c->n) {
 			if (w)
 				ha_raw_free(w);
-			K.spare = NULL;
+			peak.spare = NULL;
 			w = ha_raw_malloc(sizeof *w + (c->n + 64) * sizeof w->v[0]);
 			if (!w) {
 				ha_plock_unlock(&peak_lock);
@@ -380,10 +380,10 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 		w->n = c->n;
 		w->books[0] = c->books[0];
 		w->books[1] = c->books[1];
-		K.spare = NULL;
+		peak.spare = NULL;
 		c = w;
 	}
-	K.writing = c;
+	peak.writing = c;
 	ha_plock_unlock(&peak_lock);
 	/* calibrated to the books at the copy, as a dump is to its own */
 	ha_lineset set = { c->v, c->n, 1, { c->books[0], c->books[1] } };
@@ -399,15 +399,15 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 		*written += !e;
 	}
 	ha_plock_lock(&peak_lock);
-	K.writing = NULL;
-	if (c != K.cur) {             /* replaced while written: a spare again */
-		if (!K.spare)
-			K.spare = c;
+	peak.writing = NULL;
+	if (c != peak.cur) {             /* replaced while written: a spare again */
+		if (!peak.spare)
+			peak.spare = c;
 		else
 			ha_raw_free(c);
 	}
 	if (!err)
-		K.written = version;
+		peak.written = version;
 	ha_plock_unlock(&peak_lock);
 	return err;
 }
@@ -418,17 +418,17 @@ void ha_peak_drop(void)
 {
 	ha_plock_lock(&peak_lock);
 	__atomic_store_n(&ha_peak_inc, 0, __ATOMIC_RELEASE);
-	K.image_ok = 0;
-	K.live = 0;
+	peak.image_ok = 0;
+	peak.live = 0;
 	disarm();
-	if (K.cur)
-		ha_raw_free(K.cur);
-	if (K.spare)
-		ha_raw_free(K.spare);
-	K.cur = K.spare = K.writing = NULL;
-	__atomic_store_n(&K.mark, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&K.step_mark, 0, __ATOMIC_RELAXED);
-	K.version++;
+	if (peak.cur)
+		ha_raw_free(peak.cur);
+	if (peak.spare)
+		ha_raw_free(peak.spare);
+	peak.cur = peak.spare = peak.writing = NULL;
+	__atomic_store_n(&peak.mark, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&peak.step_mark, 0, __ATOMIC_RELAXED);
+	peak.version++;
 	ha_plock_unlock(&peak_lock);
 }
 
@@ -449,11 +449,11 @@ int ha_peak_taken(uint64_t *version, struct timespec *at, uint64_t t[2])
 {
 	int fresh = 0;
 	ha_plock_lock(&peak_lock);
-	if (K.cur && K.version != *version) {
-		*version = K.version;
-		*at = K.at;
-		t[0] = K.at_t[0];
-		t[1] = K.at_t[1];
+	if (peak.cur && peak.version != *version) {
+		*version = peak.version;
+		*at = peak.at;
+		t[0] = peak.at_t[0];
+		t[1] = peak.at_t[1];
 		fresh = 1;
 	}
 	ha_plock_unlock(&peak_lock);

@@ -52,6 +52,7 @@
 
 #include "prof/prof.h"
 #include "prof/pb.h"
+#include "prof/sampler.h"
 #include "prof/sym_abi.h"
 
 #define BUILD_ID_MAX 64
@@ -267,7 +268,7 @@ static void unsample(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *
 		return;
 	}
 	double avg = (double)b / (double)c;
-	double scale = 1.0 / (1.0 - ha_exp_neg(-avg / (double)r));
+	double scale = 1.0 / ha_sample_p(avg / (double)r);
 	*oc = (uint64_t)((double)c * scale);
 	*ob = (uint64_t)((double)b * scale);
 }
@@ -303,7 +304,7 @@ static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
 /* profile.proto's duration_nanos (a served delta's window) */
 #define PB_DURATION_NANOS 10
 
-/* Unsample an in-use pair that may be negative (a delta's lines, prof/http.c):
+/* Unsample an in-use pair that may be negative (a delta's lines, prof/http_request.c):
  * a shrinking pair is unsampled as its growth, negated; mixed signs are
  * left as they are. */
 static void unsample_signed(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)

@@ -29,7 +29,8 @@
  *   (session.h: the state those five share; theirs only)
  *   helper.c       the helper thread: time, signal and queued threshold dumps
  *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
- *   http.c         HEAP_PROFILE_HTTP: /debug/pprof/heap and /allocs (polled by helper)
+ *   http_*.c       HEAP_PROFILE_HTTP: /debug/pprof/heap and /allocs (polled by
+ *                  helper): listen, connections, requests (http.h: theirs)
  *   api.c          public API (heapalloc_*) and the gperftools API
  *   remote.c       heapalloc_root: where a reader outside the process finds
  *                  the table and the books (root.h: its layout)
@@ -483,7 +484,7 @@ int ha_gzip_to(ha_out *dst, const char *data, size_t n);
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
-/* How a served profile differs from a dump's (prof/http.c). */
+/* How a served profile differs from a dump's (prof/http_request.c). */
 typedef struct ha_pprof_how {
 	int alloc_default;        /* default sample type alloc_space, not inuse_space */
 	int64_t duration_ns;      /* a delta's window (duration_nanos), 0 none */
@@ -631,7 +632,6 @@ void ha_remote_end(void);
 /* ---- helper.c ------------------------------------------------------------ */
 /* 0 or errno.  queue: the helper also writes queued threshold dumps. */
 int ha_helper_start(int64_t time_interval, int signo, int queue);
-void ha_helper_stop(void);
 void ha_helper_postfork_child(void);
 void ha_helper_ensure(void);      /* recreate after fork when needed */
 /* Dump every signal delivered and not yet dumped (the exit dump calls it). */
@@ -640,7 +640,7 @@ void ha_helper_flush(void);
  * has none (the caller writes the dump itself).  Never blocks; keeps errno. */
 int ha_helper_wake(void);
 
-/* ---- http.c ---------------------------------------------------------------- */
+/* ---- http_*.c -------------------------------------------------------------- */
 /* HEAP_PROFILE_HTTP: bind and listen on addr (no lock held, before the
  * helper starts); 0, or an errno after one stderr line. */
 int ha_http_start(const char *addr);

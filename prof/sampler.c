@@ -26,6 +26,7 @@
  * Never allocates, takes no lock.
  */
 #include "prof/prof.h"
+#include "prof/sampler.h"
 
 #include <string.h>
 
@@ -145,9 +146,7 @@ uint64_t ha_sampler_unsample(uint64_t req, int64_t r)
 	if (r <= 1 || req == 0)
 		return req;
 	double x = (double)req / (double)r;
-	/* 1 - e^-x, by its series when x is small (no cancellation) */
-	double p = x < 1e-3 ? x * (1 - x / 2 * (1 - x / 3)) : 1 - ha_exp_neg(-x);
-	return (uint64_t)((double)req / p + 0.5);
+	return (uint64_t)((double)req / ha_sample_p(x) + 0.5);
 }
 
 int64_t ha_sampler_next(int64_t r)

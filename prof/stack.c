@@ -188,7 +188,7 @@ void ha_stack_init(void)
  * Linked statically, heapalloc's functions sit in the program's own text,
  * so the object's range would drop the program's frames too.  Instead we
  * learn the exact functions on every allocation path: the probe below calls
- * each entry point with the countdown at 0 (ha_prof_on_alloc returns 0 and
+ * each entry point with the countdown at 0 (ha_prof_sampled returns 0 and
  * calls ha_stack_calibrate_frame while `calibrating`), and every frame
  * between the unwinder and the probe adds its whole function (FDE bounds)
  * to the ranges.  Entry points the program did not link in are weak. */

@@ -54,14 +54,14 @@ static void put(const char *rel, const char *text)
 /* Fresh limits from the tree as it is now. */
 static void discover(void)
 {
-	memset(&W, 0, sizeof W);
+	memset(&watch, 0, sizeof watch);
 	find_cgroup_limits();
 }
 
 static const char *usage_rel(void)
 {
 	size_t n = strlen(top);
-	return strncmp(W.usage_path, top, n) == 0 ? W.usage_path + n : W.usage_path;
+	return strncmp(watch.usage_path, top, n) == 0 ? watch.usage_path + n : watch.usage_path;
 }
 
 int main(void)
@@ -81,39 +81,39 @@ int main(void)
 	put("cg/a/b/memory.max", "max\n");
 	put("cg/a/b/memory.current", "400\n");
 	discover();
-	CHECK_EQ(W.kind, LIM_CG2);
-	CHECK_EQ(W.limit, 1073741824);
+	CHECK_EQ(watch.kind, LIM_CG2);
+	CHECK_EQ(watch.limit, 1073741824);
 	CHECK(!strcmp(usage_rel(), "/cg/a/memory.current"));
 
 	/* v2: the own group's, smaller, and its usage */
 	put("cg/a/b/memory.max", "536870912\n");
 	discover();
-	CHECK_EQ(W.limit, 536870912);
+	CHECK_EQ(watch.limit, 536870912);
 	CHECK(!strcmp(usage_rel(), "/cg/a/b/memory.current"));
 
 	/* v2: no usage file -> RSS */
 	put("self_cgroup", "0::/c\n");
 	put("cg/c/memory.max", "1000000\n");
 	discover();
-	CHECK_EQ(W.limit, 1000000);
-	CHECK_EQ(W.usage_path[0], 0);
+	CHECK_EQ(watch.limit, 1000000);
+	CHECK_EQ(watch.usage_path[0], 0);
 
 	/* v2 at the root: nothing ("max" everywhere or no file) */
 	put("self_cgroup", "0::/\n");
 	discover();
-	CHECK_EQ(W.kind, LIM_NONE);
+	CHECK_EQ(watch.kind, LIM_NONE);
 
 	/* v1: memory in a list of controllers; "unlimited" is none */
 	put("self_cgroup", "7:pids:/\n5:cpuacct,memory:/x/y\n0::/\n");
 	put("cg/memory/x/y/memory.limit_in_bytes", "268435456\n");
 	put("cg/memory/x/y/memory.usage_in_bytes", "1234\n");
 	discover();
-	CHECK_EQ(W.kind, LIM_CG1);
-	CHECK_EQ(W.limit, 268435456);
+	CHECK_EQ(watch.kind, LIM_CG1);
+	CHECK_EQ(watch.limit, 268435456);
 	CHECK(!strcmp(usage_rel(), "/cg/memory/x/y/memory.usage_in_bytes"));
 	put("cg/memory/x/y/memory.limit_in_bytes", "9223372036854771712\n");
 	discover();
-	CHECK_EQ(W.kind, LIM_NONE);
+	CHECK_EQ(watch.kind, LIM_NONE);
 
 	/* hybrid host: v2 under cg/unified, smaller than the v1 limit */
 	put("cg/memory/x/y/memory.limit_in_bytes", "268435456\n");
@@ -121,13 +121,13 @@ int main(void)
 	put("cg/unified/u/memory.max", "134217728\n");
 	put("cg/unified/u/memory.current", "7\n");
 	discover();
-	CHECK_EQ(W.kind, LIM_CG2);
-	CHECK_EQ(W.limit, 134217728);
+	CHECK_EQ(watch.kind, LIM_CG2);
+	CHECK_EQ(watch.limit, 134217728);
 	CHECK(!strcmp(usage_rel(), "/cg/unified/u/memory.current"));
 
 	/* the pre-OOM reason lines, and only one dump */
 	put("cg/unified/u/memory.current", "115000000\n");   /* 85% */
-	W.threshold = W.limit / 10 * 9;
+	watch.threshold = watch.limit / 10 * 9;
 	oom_check(0, 0);
 	CHECK_EQ(ndumps, 0);
 	put("cg/unified/u/memory.current", "122000000\n");   /* 90.9% */
@@ -135,12 +135,12 @@ int main(void)
 	CHECK_EQ(ndumps, 1);
 	CHECK(!strcmp(reasons[0], "cgroup usage 116 MB, 90% of the cgroup limit 128 MB"));
 	CHECK_EQ(ha_memwatch_period_ms(), -1);    /* nothing left to watch */
-	W.usage_path[0] = 0;                       /* unreadable usage: RSS */
-	W.oom_done = 0;
+	watch.usage_path[0] = 0;                       /* unreadable usage: RSS */
+	watch.oom_done = 0;
 	oom_check(0, 130000000);
 	CHECK(!strcmp(reasons[1], "RSS 123 MB, 96% of the cgroup limit 128 MB"));
-	W.kind = LIM_AS;
-	W.oom_done = 0;
+	watch.kind = LIM_AS;
+	watch.oom_done = 0;
 	oom_check(125000000, 0);
 	CHECK(!strcmp(reasons[2], "address space 119 MB, 93% of RLIMIT_AS 128 MB"));
 	CHECK_EQ(ndumps, 3);
