@@ -7,7 +7,8 @@
  * blocks: every cache passes its resident floor, where the purge thread
  * used to start), checks `Threads: 1` in /proc/self/status, then forks
  * FORKS times, allocating between forks, while a sender process makes its
- * SIGUSR1 handler fork too (a signal every 200 us); both kinds of child
+ * SIGUSR1 handler fork too (a signal 200 us after the last was handled);
+ * both kinds of child
  * exit at once.  It checks
  * `Threads: 1` again at the end.  RUNS runs; one that has not finished
  * within 30 s is killed and reported as hung. */
@@ -28,6 +29,7 @@
 enum { FORKS = 20, MIB = 1 << 20, HUNG = 30, NOT_ONE = 40, BAD = 41 };
 
 static volatile sig_atomic_t handler_forks;
+static int ack[2];   /* handler -> sender: one byte a handled signal */
 
 static void on_usr1(int sig)
 {
@@ -38,6 +40,7 @@ static void on_usr1(int sig)
 		_exit(0);
 	if (p > 0)
 		handler_forks++;
+	(void)!write(ack[1], "x", 1);   /* the sender may send the next one */
 	errno = e;
 }
 
@@ -91,17 +94,27 @@ static int worker(void)
 	sa.sa_handler = on_usr1;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
+	if (pipe(ack) != 0)
+		return BAD;
+	signal(SIGPIPE, SIG_IGN);   /* a handler that runs after the sender is gone */
 	pid_t me = getpid(), sender = fork();
 	if (sender < 0)
 		return BAD;
 	if (sender == 0) {
+		/* the next signal only once the last was handled, then 200 us
+		 * later: a fork slower than the interval (a loaded machine) must
+		 * not starve the program of all progress, as it would under any
+		 * allocator */
 		struct timespec t = { 0, 200 * 1000 };
+		char c;
+		close(ack[1]);
 		for (;;) {
-			if (kill(me, SIGUSR1) != 0)
+			if (kill(me, SIGUSR1) != 0 || read(ack[0], &c, 1) != 1)
 				_exit(0);
 			nanosleep(&t, NULL);
 		}
 	}
+	close(ack[0]);
 	for (int i = 0; i < FORKS; i++) {
 		void *p = malloc(100 + 1000 * (size_t)i);
 		if (!p)
@@ -115,7 +128,14 @@ static int worker(void)
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 	}
+	/* the handler must have forked at least once (up to 1 s more) */
+	for (int ms = 0; ms < 1000 && !handler_forks; ms++) {
+		struct timespec t = { 0, 1000 * 1000 };
+		nanosleep(&t, NULL);
+	}
 	kill(sender, SIGKILL);
+	if (!handler_forks)
+		return BAD;
 	signal(SIGUSR1, SIG_IGN);
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
