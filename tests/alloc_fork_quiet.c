@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "check.h"
+#include "alloc_util.h"
 
 #ifndef RUNS
 #define RUNS 200
@@ -42,21 +43,6 @@ static void on_usr1(int sig)
 		handler_forks++;
 	(void)!write(ack[1], "x", 1);   /* the sender may send the next one */
 	errno = e;
-}
-
-/* Threads of this process from /proc/self/status (no stdio), or -1. */
-static long threads_now(void)
-{
-	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-	if (fd >= 0)
-		close(fd);
-	if (got <= 0)
-		return -1;
-	buf[got] = 0;
-	char *t = strstr(buf, "\nThreads:");
-	return t ? atol(t + 9) : -1;
 }
 
 /* 64 MiB in blocks of three tiers, every page written, freed. */

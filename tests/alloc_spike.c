@@ -177,16 +177,6 @@ static long purge_switches(void)
 }
 #endif
 
-/* Threads of this process, from /proc/self/status, or -1. */
-__attribute__((unused)) static long threads_now(void)
-{
-	char buf[4096];
-	if (slurp("/proc/self/status", buf, sizeof buf) != 0)
-		return -1;
-	char *t = strstr(buf, "\nThreads:");
-	return t ? atol(t + 9) : -1;
-}
-
 #ifdef SPIKE_PROFILED
 /* Run this program again with HEAPPROFILE in a fresh directory; its exit
  * status is ours, the directory goes afterwards. */

@@ -50,20 +50,33 @@ static inline size_t zero_check(const void *p, size_t n)
 	return (size_t)-1;
 }
 
-/* VmRSS in KiB, or -1. */
-static inline long rss_kib(void)
+/* A number field of /proc/self/status ("VmRSS:", "Threads:"), or -1. */
+static inline long proc_status(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");
 	char line[256];
-	long kib = -1;
+	size_t n = strlen(key);
+	long v = -1;
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, "VmRSS:", 6)) {
-			kib = atol(line + 6);
+		if (!strncmp(line, key, n)) {
+			v = atol(line + n);
 			break;
 		}
 	fclose(f);
-	return kib;
+	return v;
+}
+
+/* VmRSS in KiB, or -1. */
+static inline long rss_kib(void)
+{
+	return proc_status("VmRSS:");
+}
+
+/* Threads of this process, or -1. */
+static inline long threads_now(void)
+{
+	return proc_status("Threads:");
 }
 #endif
