@@ -289,7 +289,24 @@ int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap)
 	return dump_now(reason, 1, reserve, cap);
 }
 
-void ha_prof_time_dump(void)
+/* gperftools' rule: a time dump once the last dump of any kind is interval
+ * seconds old, so a dump in between (a threshold, a scrape's start) moves
+ * the next one; *next is when to look again */
+void ha_prof_time_dump(int64_t interval, struct timespec *next)
 {
+	ha_lock(&ha_prof_dump_lock);
+	struct timespec last = ha_session.last_time;
+	int running = ha_session.running;
+	ha_unlock(&ha_prof_dump_lock);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t ns = (int64_t)(now.tv_sec - last.tv_sec) * 1000000000 + (now.tv_nsec - last.tv_nsec);
+	if (running && ns < interval * 1000000000) {
+		*next = last;
+		next->tv_sec += interval;
+		return;
+	}
 	dump_now(NULL, 1, NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, next);
+	next->tv_sec += interval;
 }

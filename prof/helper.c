@@ -83,8 +83,8 @@ static int64_t ms_until(const struct timespec *t)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	int64_t ms = (int64_t)(t->tv_sec - now.tv_sec) * 1000 +
-		     (t->tv_nsec - now.tv_nsec) / 1000000;
+	int64_t ns = (int64_t)(t->tv_sec - now.tv_sec) * 1000000000 + (t->tv_nsec - now.tv_nsec);
+	int64_t ms = (ns + 999999) / 1000000;     /* up: never wake before t */
 	return ms < 0 ? 0 : ms;
 }
 
@@ -133,11 +133,8 @@ static void *helper_main(void *arg)
 			row.tv_sec += tick / 1000 + row.tv_nsec / 1000000000;
 			row.tv_nsec %= 1000000000;
 		}
-		if (interval > 0 && ms_until(&next) == 0) {
-			ha_prof_time_dump();
-			clock_gettime(CLOCK_MONOTONIC, &next);
-			next.tv_sec += interval;
-		}
+		if (interval > 0 && ms_until(&next) == 0)
+			ha_prof_time_dump(interval, &next);
 	}
 	/* gone (poll failed): crossings write their own dumps from now on */
 	__atomic_store_n(&helper_pid, 0, __ATOMIC_RELEASE);

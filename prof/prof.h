@@ -572,8 +572,8 @@ uint64_t ha_prof_samples(void);
 int ha_prof_dump(const char *reason, int automatic);
 /* An automatic dump whose writer memory comes from reserve first. */
 int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
-/* Time dump from the helper; 0 or errno. */
-void ha_prof_time_dump(void);
+/* The helper's time dump, when due; *next: when to look again. */
+void ha_prof_time_dump(int64_t interval, struct timespec *next);
 /* Timeline rows (HEAP_PROFILE_TIMELINE_MS) are written in this mode, and
  * the helper thread writes one now (when the heap moved). */
 int ha_prof_timeline_on(void);
