@@ -247,6 +247,33 @@ static void free_block(ha_span *s, void *p, uint64_t *h, char *b)
 		ha_books_freed(tc, c);
 }
 
+/* The free of a default-mode sample of the session whose check word is m
+ * (h: its header, matched against m), while that session samples: the
+ * record back to the profiler, the books' correction undone, the block
+ * back to the cache.  free_block's work for this one case, without its
+ * questions (the sampled path's free, once per 512 KiB allocated). */
+static void free_sample(ha_span *s, void *p, uint64_t *h, uint64_t m)
+{
+	ha_books_turn();
+	uint64_t w = h[0];
+	uint32_t rec = HDR_REC(w);
+	int64_t c = ha_class_size[rec ? HDR_CHARGE_CLASS(w) : ha_size_to_class(HDR_REQ(w))];
+	int sampled = (h[1] ^ m) != HA_HDR_CLASS;   /* HA_HDR_SAMPLED set too */
+	ha_tcache *tc = &ha_tc;
+	ha_books_big(tc, (int64_t)s->size - c);
+	h[1] = 0;
+	if (sampled) {
+		if (rec)
+			ha_prof_on_free_kept(p, rec, (size_t)c,
+					     (uint32_t)((m ^ ha_hdr_secret) >> 32));
+		else
+			ha_prof_on_free(p);
+	}
+	ha_push_checked(s->cls, h);
+	if (tc->state == 1)
+		ha_books_freed(tc, c);
+}
+
 /* The rest of ha_compat_free_small, out of line so that the common case
  * needs no stack frame: anything but an ordinary block of this session
  * (m: its check word).  A default-mode sample of this session is known by
@@ -256,7 +283,10 @@ static HA_NOINLINE void free_odd(ha_span *s, void *p, uint64_t m)
 {
 	if (m && hdr_readable(p) && ((hdr_word(p, 1) ^ m ^ HA_HDR_CLASS) & ~HA_HDR_SAMPLED) == 0) {
 		uint64_t *h = (uint64_t *)p - 2;
-		free_block(s, p, h, (char *)h);
+		if (HA_LIKELY(ha_hot.prof_mode == HA_PROF_ON))
+			free_sample(s, p, h, m);
+		else
+			free_block(s, p, h, (char *)h);
 		return;
 	}
 	char *b;

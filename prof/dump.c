@@ -121,7 +121,7 @@ static void write_peak(int fmt)
 	char text[HA_PREFIX_MAX + 64], pb[HA_PREFIX_MAX + 64];
 	ha_naming_peak(text, pb, sizeof text);
 	int n;
-	int e = ha_peak_write(text, pb, fmt, ha_session.r, &n);
+	int e = ha_peak_write(text, pb, fmt, ha_prof_rate(), &n);
 	if (n) {
 		/* the peak the books saw; the copy is at it or within a step */
 		uint64_t high = ha_peak_high(), copy = ha_peak_inuse();
@@ -176,7 +176,7 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 	size_t nl = 0;
 	int own = 0;
 	const ha_line *snap = ha_lines_of(NULL, &nl, &own);
-	if (snap && ha_session.r <= 1 && !ha_session.compat) {
+	if (snap && ha_prof_records_all() && !ha_session.compat) {
 		t[0] = t[1] = 0;
 		for (size_t i = 0; i < nl; i++)
 			if (snap[i].alloc_count && snap[i].b->depth) {
@@ -193,11 +193,11 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 		ha_log("Dumping heap profile to %s (%s)\n", f, reason);
 		int e;
 		if (!snap && nl)      /* no memory for the snapshot: from the table */
-			e = k == HA_FORMAT_TEXT ? ha_writer_file(f, ha_session.r)
-						: ha_pprof_file(f, ha_session.r);
+			e = k == HA_FORMAT_TEXT ? ha_writer_file(f, ha_prof_rate())
+						: ha_pprof_file(f, ha_prof_rate());
 		else
-			e = k == HA_FORMAT_TEXT ? ha_writer_file_from(f, ha_session.r, &set)
-						: ha_pprof_file_from(f, ha_session.r, &set);
+			e = k == HA_FORMAT_TEXT ? ha_writer_file_from(f, ha_prof_rate(), &set)
+						: ha_pprof_file_from(f, ha_prof_rate(), &set);
 		if (e)
 			ha_log("Failed dumping heap profile to %s: %s (errno %d)\n", f,
 			       errno_name(e), e);

@@ -78,7 +78,7 @@ int64_t ha_prof_sample_distance(void)
 	if (HA_UNLIKELY(ha_stack_calibrating()))
 		return -1;        /* every probe allocation: ha_prof_sampled learns the frames */
 	ha_helper_ensure();
-	return ha_sampler_next(ha_usdt_rate());
+	return ha_sampler_next(ha_prof_rate());
 }
 
 static inline __attribute__((always_inline)) int sampled(void *p, size_t req, size_t size,
@@ -92,12 +92,13 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 		return 0;
 	if (!ha_session.running)      /* sampling for the otel_memory probes alone */
 		return ha_usdt_sampled(p, req, size, kept);
-	if (ha_session.r <= 1)
+	int all = ha_prof_records_all();
+	if (all)
 		size = req;
 	ha_prof_busy = 1;
 	int done = 0;
 	record_sample(p, size, &done, kept);
-	if (ha_session.r <= 1 && done && !ha_session.compat) {
+	if (all && done && !ha_session.compat) {
 		__atomic_fetch_add(&ha_session.rec[0], size, __ATOMIC_RELAXED);
 		/* the totals see this block only now, after ha_prof_check ran
 		 * for it: check the thresholds and arm the peak's turn again
@@ -105,7 +106,7 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 		ha_prof_check_thresholds();
 	}
 	if (done && HA_UNLIKELY(ha_usdt_alloc_on()))
-		ha_usdt_alloc(p, req, size, ha_session.r);
+		ha_usdt_alloc(p, req, size, ha_prof_rate());
 	ha_prof_busy = 0;
 	return done;
 }
@@ -136,7 +137,7 @@ void ha_prof_on_free(void *p)
 		return;
 	uint64_t req;
 	int removed = ha_objmap_remove_bytes((uintptr_t)p, &req);
-	if (removed && ha_session.r <= 1)
+	if (removed && ha_prof_records_all())
 		__atomic_fetch_add(&ha_session.rec[1], req, __ATOMIC_RELAXED);
 	/* a recorded block, or (no session) one the probes alone sampled */
 	if ((removed || !ha_session.running) && HA_UNLIKELY(ha_usdt_free_on()))

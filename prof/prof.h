@@ -555,9 +555,20 @@ int ha_prof_running_api(void);
 /* Start the always-on sampling unless something runs or it is switched
  * off (HEAP_PROFILE_SAMPLE_INTERVAL=0). */
 void ha_prof_background(void);
-/* The session's mean sampling interval: what the sampler draws with and
- * every profile is written with. */
-int64_t ha_prof_rate(void);
+/* The mean sampling interval: the one home of the rate, set by a session's
+ * start (or probe-only sampling's, usdt.c) from HEAP_PROFILE_SAMPLE_INTERVAL
+ * before sampling switches on; what the sampler draws with and every
+ * profile is written with.  1: every allocation is recorded (requested
+ * bytes, no unsampling), decided here alone (ha_prof_records_all). */
+extern HA_HIDDEN int64_t ha_prof_r;
+static inline int64_t ha_prof_rate(void)
+{
+	return __atomic_load_n(&ha_prof_r, __ATOMIC_RELAXED);
+}
+static inline int ha_prof_records_all(void)
+{
+	return ha_prof_rate() <= 1;
+}
 /* The session counts requested bytes (HEAP_PROFILE_EXACT_TOTALS). */
 int ha_prof_compat(void);
 /* Bumped by every start: a bucket seen under one value is alive while it
@@ -596,8 +607,15 @@ void ha_prof_totals(uint64_t out[2]);
 /* A tracer is attached to otel_memory:alloc / :free: its semaphore is
  * nonzero (never in a build without <sys/sdt.h>, HA_USDT 0).  Called on
  * sampled paths only. */
-int ha_usdt_alloc_on(void);
-int ha_usdt_free_on(void);
+extern HA_HIDDEN volatile unsigned short *const ha_usdt_sem[2];
+static inline int ha_usdt_alloc_on(void)
+{
+	return HA_USDT && *ha_usdt_sem[0];
+}
+static inline int ha_usdt_free_on(void)
+{
+	return HA_USDT && *ha_usdt_sem[1];
+}
 /* Allocation bytes between two looks at the semaphore while sampling runs
  * for the probes alone (the off-profiling poll's distance). */
 #define HA_USDT_CHECK ((int64_t)16 << 20)
@@ -618,8 +636,6 @@ void ha_usdt_session_start(void);
 /* Sampling runs for the probes alone; allocations it sampled. */
 int ha_usdt_sampling(void);
 uint64_t ha_usdt_samples(void);
-/* The interval the sampler draws with: the session's, else the probes'. */
-int64_t ha_usdt_rate(void);
 
 /* ---- remote.c ------------------------------------------------------------
  * The exported root (prof/root.h).  Fill its fixed part (constructor). */

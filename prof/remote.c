@@ -35,7 +35,7 @@ static void copy_session(void)
 		   (ha_session.running && !ha_session.nofiles ? HA_ROOT_FILES : 0) |
 		   (ha_session.compat ? HA_ROOT_COMPAT : 0) |
 		   (ha_prof_opt.calibrate ? HA_ROOT_CALIBRATE : 0);
-	s->rate = ha_session.r;
+	s->rate = ha_prof_rate();
 	memcpy(s->base, ha_session.base, sizeof s->base);
 	memcpy(s->base_req, ha_session.base_req, sizeof s->base_req);
 	s->rec = (uint64_t)(uintptr_t)ha_session.rec;

@@ -46,10 +46,7 @@ int ha_prof_running_api(void)
 	return ha_prof_running() && !ha_session.background;
 }
 
-int64_t ha_prof_rate(void)
-{
-	return ha_session.r;
-}
+int64_t ha_prof_r;
 
 int ha_prof_compat(void)
 {
@@ -126,7 +123,7 @@ static int start(const char *prefix, int from_env, int background)
 	ha_session.folded = ha_session.qfolded = 0;
 	__atomic_store_n(&ha_session.pending, 0, __ATOMIC_SEQ_CST);
 	ha_session.root_pid = ha_session.cur_pid = getpid();
-	ha_session.r = ha_prof_opt.sample_interval;
+	__atomic_store_n(&ha_prof_r, ha_prof_opt.sample_interval, __ATOMIC_RELAXED);
 	if (ha_prof_opt.seed)
 		ha_sampler_seed((uint64_t)ha_prof_opt.seed);
 	ha_session.nofiles = !files;
@@ -139,7 +136,7 @@ static int start(const char *prefix, int from_env, int background)
 	ha_session.last_alloc = ha_session.last_free = ha_session.high_water = 0;
 	ha_session.samples = 0;
 	ha_session.rec[0] = ha_session.rec[1] = 0;
-	ha_peak_reset(files ? ha_prof_opt.peak_interval : 0, ha_session.r);
+	ha_peak_reset(files ? ha_prof_opt.peak_interval : 0, ha_prof_rate());
 	ha_mmaps_reset();
 	clock_gettime(CLOCK_MONOTONIC, &ha_session.last_time);
 	if (files && from_env && ha_prof_opt.cleanup)
@@ -151,7 +148,7 @@ static int start(const char *prefix, int from_env, int background)
 	__atomic_fetch_add(&ha_session.gen, 1, __ATOMIC_RELEASE);
 	ha_usdt_session_start();      /* probe-only sampling, if any, ends here */
 	__atomic_store_n(&ha_session.running, 1, __ATOMIC_RELEASE);
-	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_session.r <= 1);
+	ha_alloc_profiling(ha_session.compat ? HA_PROF_COMPAT : HA_PROF_ON, ha_prof_records_all());
 	ha_alloc_mmap_profiling(ha_prof_opt.mmap != 0 && !background);
 	ha_remote_end();
 	/* gperftools' line, once per process tree: a descendant started by

@@ -28,7 +28,6 @@ struct ha_session {
 	int use_pid;              /* HEAPPROFILE_USE_PID applied to this start */
 	pid_t root_pid;           /* the process that writes PREFIX.NNNN.heap */
 	pid_t cur_pid;
-	int64_t r;                /* mean sampling interval */
 	int64_t a_int, d_int, i_int;
 	uint64_t base[2], base_req[2];  /* the books when profiling started */
 	uint64_t rec[2];          /* R = 1: requested bytes recorded, freed (atomic) */

@@ -36,7 +36,7 @@ ha_plock ha_prof_thr_lock = HA_PLOCK_INIT;
 void ha_prof_totals(uint64_t out[2])
 {
 	uint64_t b[2], r[2];
-	if (ha_session.r <= 1 && !ha_session.compat) {
+	if (ha_prof_records_all() && !ha_session.compat) {
 		out[0] = __atomic_load_n(&ha_session.rec[0], __ATOMIC_RELAXED);
 		out[1] = __atomic_load_n(&ha_session.rec[1], __ATOMIC_RELAXED);
 		if (out[1] > out[0])

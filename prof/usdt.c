@@ -47,15 +47,10 @@
 static volatile unsigned short otel_memory_alloc_semaphore __attribute__((section(".probes"), used));
 static volatile unsigned short otel_memory_free_semaphore __attribute__((section(".probes"), used));
 
-int ha_usdt_alloc_on(void)
-{
-	return HA_USDT && otel_memory_alloc_semaphore;
-}
-
-int ha_usdt_free_on(void)
-{
-	return HA_USDT && otel_memory_free_semaphore;
-}
+/* Read through these (prof.h), inline on the sampled paths: a pointer
+ * under our own name, so the semaphores keep theirs local. */
+volatile unsigned short *const ha_usdt_sem[2] = { &otel_memory_alloc_semaphore,
+						  &otel_memory_free_semaphore };
 
 /* A kept record (ha_prof_sampled_kept) for a probe-only sample: nonzero so
  * the allocator reports its free; the table's last index, so that it can
@@ -64,7 +59,6 @@ int ha_usdt_free_on(void)
 
 static struct {
 	int on;                   /* sampling runs for the probes alone */
-	int64_t r;                /* its mean interval */
 	uint64_t samples;         /* allocations it sampled */
 } usdt;
 
@@ -76,11 +70,6 @@ int ha_usdt_sampling(void)
 uint64_t ha_usdt_samples(void)
 {
 	return __atomic_load_n(&usdt.samples, __ATOMIC_RELAXED);
-}
-
-int64_t ha_usdt_rate(void)
-{
-	return __atomic_load_n(&usdt.on, __ATOMIC_RELAXED) ? usdt.r : ha_session.r;
 }
 
 /* The probe sites: the arguments pinned to the first three argument
@@ -126,7 +115,7 @@ int ha_usdt_sampled(void *p, size_t req, size_t size, uint32_t *kept)
 {
 	if (!__atomic_load_n(&usdt.on, __ATOMIC_ACQUIRE))
 		return 0;         /* switched off since this thread's countdown was armed */
-	int64_t r = usdt.r;       /* written before on, read after it */
+	int64_t r = ha_prof_rate();   /* written before on, read after it */
 	__atomic_fetch_add(&usdt.samples, 1, __ATOMIC_RELAXED);
 	if (!ha_usdt_alloc_on())
 		return 0;         /* detached: no alloc fired, so no free either */
@@ -148,7 +137,8 @@ static void usdt_switch(int on)
 		if (on) {
 			if (!ha_prof_opt_loaded)
 				ha_options_load();
-			usdt.r = ha_prof_opt.sample_interval;
+			__atomic_store_n(&ha_prof_r, ha_prof_opt.sample_interval,
+					 __ATOMIC_RELAXED);
 		}
 		__atomic_store_n(&usdt.on, on, __ATOMIC_RELEASE);
 		ha_alloc_profiling(on ? HA_PROF_ON : HA_PROF_OFF, 0);
