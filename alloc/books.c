@@ -186,11 +186,14 @@ void ha_books_check(ha_tcache *tc)
 	tc->free_check = b[1];
 }
 
-/* The one path from an allocation to sampling.  The countdown was armed to
- * min(to_sample, alloc_check); what was consumed since comes off both, so
- * the samples stay the sampler's exponential process while a thread's
- * threshold checks still come at the exact byte. */
-int ha_books_due(ha_tcache *tc, int64_t before, size_t charge, int64_t *next)
+/* The one path from an allocation to sampling: the countdown (sample_left,
+ * or compat_left) held before (>= 0) when an allocation charged `charge`
+ * bytes it did not cover; 1 when this allocation is sampled, *next the
+ * countdown now.  It was armed to min(to_sample, alloc_check); what was
+ * consumed since comes off both, so the samples stay the sampler's
+ * exponential process while a thread's threshold checks still come at the
+ * exact byte. */
+static int due(ha_tcache *tc, int64_t before, size_t charge, int64_t *next)
 {
 	int64_t consumed = (int64_t)charge;
 	if (HA_UNLIKELY(tc->prof_fresh)) {      /* this thread's first of the session */
@@ -214,6 +217,38 @@ int ha_books_due(ha_tcache *tc, int64_t before, size_t charge, int64_t *next)
 		n = 0;
 	tc->armed = n;
 	*next = n;
+	return sample;
+}
+
+int ha_books_charge_slow(ha_tcache *tc, size_t charge)
+{
+	if (HA_UNLIKELY(tc->state != 1)) {
+		/* an exiting thread: its books go to the retired sums, its
+		 * countdown stays 0, it is not sampled */
+		ha_books_alloc(tc, (int64_t)charge);
+		return 0;
+	}
+	/* a refill in this slow path may have taken a switch to compatibility
+	 * mode, whose countdown stays 0 (every malloc reaches its counters) */
+	int64_t before = tc->sample_left, next = tc->compat ? 0 : HA_COUNTDOWN_OFF;
+	int sample = 0;
+	tc->sample_left -= (int64_t)charge;   /* allocated first: totals see it */
+	if (ha_hot.prof_mode == HA_PROF_OFF && !tc->compat)
+		ha_prof_poll();   /* may switch sampling on: this thread is then fresh */
+	if (ha_hot.prof_mode == HA_PROF_ON)
+		sample = due(tc, before > 0 ? before : 0, charge, &next);
+	ha_books_set_countdown(tc, next);
+	return sample;
+}
+
+int ha_books_charge_req(ha_tcache *tc, size_t n)
+{
+	/* a 0-byte request is due when nothing is left, as gperftools' is */
+	int64_t left = tc->compat_left - (int64_t)n;
+	int sample = 0;
+	if (HA_UNLIKELY(left < 0 || (n == 0 && tc->compat_left == 0)))
+		sample = due(tc, tc->compat_left, n, &left);
+	tc->compat_left = left;
 	return sample;
 }
 

@@ -123,16 +123,12 @@ static void note_alloc(ha_tcache *tc, void *p, uint64_t *h, size_t n)
 		w = ha_big_word(p);
 		*w = HA_BIG_TRACKED | big_session() | n;
 	}
-	int64_t left = tc->compat_left - (int64_t)n;
-	if (HA_UNLIKELY(left < 0 || (n == 0 && tc->compat_left == 0))) {
-		if (ha_books_due(tc, tc->compat_left, n, &left) && ha_prof_sampled(p, n, n)) {
-			if (h)
-				h[1] ^= HA_HDR_SAMPLED;
-			else
-				*w |= HA_LARGE_SAMPLED;
-		}
+	if (HA_UNLIKELY(ha_books_charge_req(tc, n)) && ha_prof_sampled(p, n, n)) {
+		if (h)
+			h[1] ^= HA_HDR_SAMPLED;
+		else
+			*w |= HA_LARGE_SAMPLED;
 	}
-	tc->compat_left = left;
 }
 
 /* End of a compat small block's life (h: its header, checked). */

@@ -95,29 +95,6 @@ void *ha_big_block(size_t n, size_t align, int zero)
 /* ------------------------------------------------------------------ */
 /* the slow allocation path                                             */
 
-/* The countdown does not cover `charge` bytes: charge them anyway and ask
- * the profiler (profiling on) for the next countdown.  1: sample this one. */
-static int countdown_due(ha_tcache *tc, size_t charge)
-{
-	if (HA_UNLIKELY(tc->state != 1)) {
-		/* an exiting thread: its books go to the retired sums, its
-		 * countdown stays 0, it is not sampled */
-		ha_books_alloc(tc, (int64_t)charge);
-		return 0;
-	}
-	/* a refill in this slow path may have taken a switch to compatibility
-	 * mode, whose countdown stays 0 (every malloc reaches its counters) */
-	int64_t before = tc->sample_left, next = tc->compat ? 0 : HA_COUNTDOWN_OFF;
-	int sample = 0;
-	tc->sample_left -= (int64_t)charge;   /* allocated first: totals see it */
-	if (ha_hot.prof_mode == HA_PROF_OFF && !tc->compat)
-		ha_prof_poll();   /* may switch sampling on: this thread is then fresh */
-	if (ha_hot.prof_mode == HA_PROF_ON)
-		sample = ha_books_due(tc, before > 0 ? before : 0, charge, &next);
-	ha_books_set_countdown(tc, next);
-	return sample;
-}
-
 /* A sampled allocation as a big block that counts `charge` (its class size)
  * in the books, marked sampled when the profiler recorded it. */
 static void *alloc_sampled(ha_tcache *tc, size_t n, size_t align, int zero, size_t charge)
@@ -186,19 +163,15 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero)
 		void *p = ha_class_block(cls, n);
 		if (HA_UNLIKELY(!p))
 			return NULL;
-		if (HA_UNLIKELY(tc->sample_left - c <= 0) || HA_UNLIKELY(tc->state != 1)) {
-			if (countdown_due(tc, (size_t)c)) {
-				if (ha_hot.record_all)
-					return record_in_place(tc, p, n, zero, (size_t)c);
-				void *q = align <= HA_MIN_ALIGN ? sample_small(tc, n, zero, (size_t)c) :
-					  alloc_sampled(tc, n, align, zero, (size_t)c);
-				if (HA_LIKELY(q != NULL)) {
-					ha_push_checked(cls, p);
-					return q;
-				}
+		if (HA_UNLIKELY(ha_books_charge(tc, (size_t)c))) {
+			if (ha_hot.record_all)
+				return record_in_place(tc, p, n, zero, (size_t)c);
+			void *q = align <= HA_MIN_ALIGN ? sample_small(tc, n, zero, (size_t)c) :
+				  alloc_sampled(tc, n, align, zero, (size_t)c);
+			if (HA_LIKELY(q != NULL)) {
+				ha_push_checked(cls, p);
+				return q;
 			}
-		} else {
-			tc->sample_left -= c;
 		}
 		if (zero)
 			memset(p, 0, n);
@@ -210,12 +183,8 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero)
 	uint64_t *w = ha_big_word(p);
 	*w = n;
 	ha_books_big(tc, (int64_t)n);
-	if (HA_UNLIKELY(tc->sample_left - (int64_t)n <= 0) || HA_UNLIKELY(tc->state != 1)) {
-		if (countdown_due(tc, n) && ha_prof_sampled(p, n, n))
-			*w |= HA_LARGE_SAMPLED;
-	} else {
-		tc->sample_left -= (int64_t)n;
-	}
+	if (HA_UNLIKELY(ha_books_charge(tc, n)) && ha_prof_sampled(p, n, n))
+		*w |= HA_LARGE_SAMPLED;
 	ha_books_publish(tc, 0);
 	return p;
 }
@@ -235,14 +204,9 @@ int ha_charge_mapping(size_t n)
 	if (tc->compat) {
 		ha_books_alloc(tc, (int64_t)n);
 		ha_books_req(tc, 0, n);
-		int64_t left = tc->compat_left - (int64_t)n;
-		if (left < 0 || (n == 0 && tc->compat_left == 0))
-			sample = ha_books_due(tc, tc->compat_left, n, &left);
-		tc->compat_left = left;
-	} else if (tc->sample_left - (int64_t)n <= 0 || tc->state != 1) {
-		sample = countdown_due(tc, n);
+		sample = ha_books_charge_req(tc, n);
 	} else {
-		tc->sample_left -= (int64_t)n;
+		sample = ha_books_charge(tc, n);
 	}
 	ha_books_publish(tc, 0);
 	return sample;

@@ -7,7 +7,7 @@
  * countdown (the allocated unit: class bytes for small blocks, usable bytes
  * for big ones; requested bytes in compatibility mode) on the same fast
  * path whether profiling is on or off.  The allocator arms it with the
- * nearer of two budgets it keeps per thread (alloc/books.c, ha_books_due):
+ * nearer of two budgets it keeps per thread (alloc/books.c, due):
  * the bytes to the next sampled byte, which only ha_prof_sample_distance
  * draws, and the bytes to the next threshold check, which only
  * ha_prof_check sets (with the freed-bytes budget beside it).  A sampled

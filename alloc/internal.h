@@ -337,7 +337,7 @@ typedef struct ha_tcache {
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on
 				  * the cache's bytes at every slow path */
 	uint32_t max[HA_NCLASSES];
-	/* profiling's two budgets behind the countdown (ha_books_due) */
+	/* profiling's two budgets behind the countdown (books.c, due) */
 	int64_t armed;           /* what the countdown was last set to */
 	int64_t to_sample;       /* bytes to the next sampled byte; -1: the next allocation */
 	int64_t alloc_check;     /* allocated bytes to the next threshold check */
@@ -485,10 +485,21 @@ static inline void ha_books_turn(void)
 	if (HA_UNLIKELY(__atomic_load_n(&ha_hot.free_watch, __ATOMIC_ACQUIRE)))
 		ha_prof_turn();
 }
-/* The countdown (sample_left, or compat_left in compatibility mode) held
- * before (>= 0) when an allocation charged `charge` bytes it did not
- * cover: 1 when this allocation is sampled; *next is the countdown now. */
-int ha_books_due(ha_tcache *tc, int64_t before, size_t charge, int64_t *next);
+/* The one due path (books.c).  Every slow allocation charges its bytes in
+ * the allocated unit to this thread's countdown: a subtract while it
+ * covers them, else ha_books_charge_slow; compatibility mode charges its
+ * requested bytes to compat_left instead (ha_books_charge_req).  Both
+ * return 1 when this allocation is sampled (hand it to ha_prof_sampled). */
+int ha_books_charge_slow(ha_tcache *tc, size_t charge);
+static inline int ha_books_charge(ha_tcache *tc, size_t charge)
+{
+	if (HA_LIKELY(tc->sample_left - (int64_t)charge > 0) && HA_LIKELY(tc->state == 1)) {
+		tc->sample_left -= (int64_t)charge;
+		return 0;
+	}
+	return ha_books_charge_slow(tc, charge);
+}
+int ha_books_charge_req(ha_tcache *tc, size_t n);
 /* Publish this thread's books (its record), exactly when count_cache. */
 void ha_books_publish(ha_tcache *tc, int count_cache);
 /* Compatibility mode: requested bytes allocated / freed by this thread. */
