@@ -6,8 +6,6 @@
 import argparse
 import sys
 
-import ha_check
-import ha_growth
 import ha_proc
 import ha_remote
 import ha_run
@@ -274,12 +272,14 @@ def cmd_serve(args, where):
 
 
 def cmd_check(args, where):
+    import ha_check       # here: a dump or top compiles only what it runs
     return ha_check.check(args.files)
 
 
 def cmd_growth(args, where):
     if not args.top.isdigit() or int(args.top) == 0:
         return usage_error('growth', '--top %r is not a positive whole number' % args.top)
+    import ha_growth
     return ha_growth.growth(where.tools, args.old, args.new, int(args.top), args.binary,
                             args.full_names, err)
 

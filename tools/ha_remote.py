@@ -251,7 +251,12 @@ def text_profile(prof, maps_txt):
     return ''.join(out).encode()
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]   # most fields, counts and ids
+
+
 def _varint(n):
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
     n &= (1 << 64) - 1
     b = bytearray()
     while n >= 0x80:
@@ -270,7 +275,7 @@ def _bytes(field, data):
 
 
 def _packed(field, vals):
-    return _bytes(field, b''.join(_varint(x) for x in vals))
+    return _bytes(field, b''.join(map(_varint, vals)))
 
 
 FIXED = ['', 'alloc_objects', 'count', 'alloc_space', 'bytes', 'inuse_objects',
