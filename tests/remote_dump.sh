@@ -62,62 +62,8 @@ dump() {
 # check NAME EXACT — the sites, totals, names and comments of NAME.pb.gz;
 # EXACT: the totals must be the books the program printed
 check() {
-	"$PY" - "$top_srcdir/tools" "$tmp/$1.pb.gz" "$tmp/ready" "$2" "$pid" <<'EOF' || fail "$1: $(cat "$tmp/$1.check")"
-import sys
-sys.path.insert(0, sys.argv[1])
-import ha_pb
-import gzip
-data = open(sys.argv[2], 'rb').read()
-p = ha_pb.read_profile(data)
-f = open(sys.argv[3]).read().split()
-want = dict(zip(f[0::2], map(int, f[1::2])))
-exact, pid = sys.argv[4] == '1', sys.argv[5]
-types = [t for t, u in p.sample_types]
-ia, ii = types.index('alloc_space'), types.index('inuse_space')
-raw = gzip.decompress(data)
-strings = []
-for field, wire, v, off in ha_pb.fields(raw, 0, len(raw)):
-    if field == 6:
-        strings.append(bytes(raw[v[0]:v[1]]).decode())
-problems = []
-def site(name):
-    inuse, err, files = 0, 0.0, set()
-    for locs, vals in p.samples:
-        fns = []
-        for l in locs:
-            for fn, line in p.locations[l].lines:
-                fns.append((p.functions[fn].name, p.functions[fn].filename, line))
-        hit = [x for x in fns if x[0] == name or x[0].startswith(name + '(')]
-        if hit:
-            inuse += vals[ii]
-            files.add('%s:%d' % (hit[0][1].split('/')[-1], hit[0][2]))
-    return inuse, files
-tot_in = sum(v[ii] for l, v in p.samples)
-tot_al = sum(v[ia] for l, v in p.samples)
-if exact and tot_al != want['alloc']:
-    problems.append('alloc_space total %d, the books say %d' % (tot_al, want['alloc']))
-if exact and tot_in != want['alloc'] - want['free']:
-    problems.append('inuse_space total %d, the books say %d' % (tot_in, want['alloc'] - want['free']))
-# a site's standard error at 512 KiB: sqrt((1 - p) / samples), samples ~ bytes / R
-import math
-R = 524288
-for name, key, size in (('site_big', 'big', 65536), ('site_small', 'small', 512)):
-    got, files = site(name)
-    pr = 1 - math.exp(-size / R)
-    rse = math.sqrt((1 - pr) / max(want[key] * pr / size, 1))
-    if abs(got - want[key]) > 4 * rse * want[key]:
-        problems.append('%s in use %d, want %d within 4 x %.1f%%' % (name, got, want[key], 100 * rse))
-    if not any(x.startswith('remote_sites.c:') for x in files):
-        problems.append('%s has no file:line in remote_sites.c (%s)' % (name, files))
-gone, _ = site('site_gone')
-if gone:
-    problems.append('site_gone shows %d bytes in use' % gone)
-if not any(('pid %s,' % pid) in s and '/run/prog' in s for s in strings):
-    problems.append('no comment naming pid %s and its command' % pid)
-if problems:
-    sys.stdout.write('; '.join(problems) + '\n')
-    sys.exit(1)
-EOF
+	"$PY" "$top_srcdir/tests/remote_check.py" "$top_srcdir/tools" "$tmp/$1.pb.gz" "$tmp/ready" \
+		"$2" "$pid" "" remote_sites.c || fail "$1: $(cat "$tmp/$1.check")"
 }
 
 # --- a running process, its binary deleted ---------------------------------

@@ -51,58 +51,8 @@ for mode in shared static; do
 	rm -f "$tmp/run/prog"
 	timeout 60 "$H" dump $pid -o "$tmp/$mode.pb.gz" 2>"$tmp/$mode.err" ||
 		fail "$mode: dump exited $?: $(cat "$tmp/$mode.err")"
-	"$PY" - "$top_srcdir/tools" "$tmp/$mode.pb.gz" "$tmp/ready" "$pid" >"$tmp/$mode.check" <<'EOF' ||
-import gzip, math, sys
-sys.path.insert(0, sys.argv[1])
-import ha_pb
-data = open(sys.argv[2], 'rb').read()
-p = ha_pb.read_profile(data)
-f = open(sys.argv[3]).read().split()
-want = dict(zip(f[0::2], map(int, f[1::2])))
-pid = sys.argv[4]
-types = [t for t, u in p.sample_types]
-ia, ii = types.index('alloc_space'), types.index('inuse_space')
-problems = []
-def site(name):
-    """In-use bytes of the samples with a frame of Rust function NAME, and
-    that frame's file:line."""
-    inuse, files = 0, set()
-    for locs, vals in p.samples:
-        hit = [(p.functions[fn].name, p.functions[fn].filename, line)
-               for l in locs for fn, line in p.locations[l].lines
-               if p.functions[fn].name == 'remote_sites::' + name]
-        if hit:
-            inuse += vals[ii]
-            files.add('%s:%d' % (hit[0][1].split('/')[-1], hit[0][2]))
-    return inuse, files
-tot_in = sum(v[ii] for l, v in p.samples)
-tot_al = sum(v[ia] for l, v in p.samples)
-if tot_al != want['alloc']:
-    problems.append('alloc_space total %d, the books say %d' % (tot_al, want['alloc']))
-if tot_in != want['alloc'] - want['free']:
-    problems.append('inuse_space total %d, the books say %d' % (tot_in, want['alloc'] - want['free']))
-# a site's relative standard error at 512 KiB: sqrt((1 - p) / samples)
-R = 524288
-for name, key, size in (('site_big', 'big', 65536), ('site_small', 'small', 512)):
-    got, files = site(name)
-    pr = 1 - math.exp(-size / R)
-    rse = math.sqrt((1 - pr) / max(want[key] * pr / size, 1))
-    if abs(got - want[key]) > 4 * rse * want[key]:
-        problems.append('%s in use %d, want %d within 4 x %.1f%%' % (name, got, want[key], 100 * rse))
-    if not any(x.startswith('remote_sites.rs:') for x in files):
-        problems.append('%s has no file:line in remote_sites.rs (%s)' % (name, files))
-gone, _ = site('site_gone')
-if gone:
-    problems.append('site_gone shows %d bytes in use' % gone)
-raw = gzip.decompress(data)
-strings = [bytes(raw[v[0]:v[1]]).decode() for field, wire, v, off in ha_pb.fields(raw, 0, len(raw))
-           if field == 6]
-if not any(('pid %s,' % pid) in s and '/run/prog' in s for s in strings):
-    problems.append('no comment naming pid %s and its command' % pid)
-if problems:
-    sys.stdout.write('; '.join(problems) + '\n')
-    sys.exit(1)
-EOF
+	"$PY" "$top_srcdir/tests/remote_check.py" "$top_srcdir/tools" "$tmp/$mode.pb.gz" "$tmp/ready" 1 \
+		"$pid" remote_sites:: remote_sites.rs >"$tmp/$mode.check" ||
 		fail "$mode: $(cat "$tmp/$mode.check")"
 	exec 7>&-
 	wait $pid
