@@ -43,8 +43,8 @@ static const opt_row rows[] = {
 	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
 	  "file prefix; set and non-empty turns profiling on at start" },
 	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 524288,
-	  &ha_prof_opt.sample_interval, NULL, NULL,
-	  "mean bytes between samples; 1 records every allocation; 0 turns off the always-on sampling (a session then asked for samples at the default)" },
+	  &ha_prof_opt.sample_interval, NULL, &ha_prof_opt.sample_interval_set,
+	  "mean bytes between samples; 1 records every allocation; unset, the always-on sampling (nothing else set) draws at 2 MiB; 0 turns it off (a session then asked for samples at the default)" },
 	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
 	  &ha_prof_opt.alloc_interval, NULL, NULL,
 	  "dump every N bytes allocated; 0 = off" },
@@ -371,10 +371,13 @@ void ha_options_load_from(char *const *env)
 		*r->var = x;
 	}
 	/* 0 is the off switch of the always-on sampling; a session asked for
-	 * then samples at the default interval */
-	ha_prof_opt.always_on = ha_prof_opt.sample_interval != 0;
+	 * then samples at the default interval.  Unset, the always-on sampling
+	 * draws at tcmalloc's 2 MiB (HA_ALWAYS_ON_INTERVAL), a session at 512 KiB */
+	int off = ha_prof_opt.sample_interval_set && ha_prof_opt.sample_interval == 0;
 	if (ha_prof_opt.sample_interval < 1)
 		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
 			if (rows[i].var == &ha_prof_opt.sample_interval)
 				ha_prof_opt.sample_interval = rows[i].def;
+	ha_prof_opt.always_on = off ? 0 : !ha_prof_opt.sample_interval_set ? HA_ALWAYS_ON_INTERVAL
+				: ha_prof_opt.sample_interval;
 }

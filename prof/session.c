@@ -123,7 +123,8 @@ static int start(const char *prefix, int from_env, int background)
 	ha_session.folded = ha_session.qfolded = 0;
 	__atomic_store_n(&ha_session.pending, 0, __ATOMIC_SEQ_CST);
 	ha_session.root_pid = ha_session.cur_pid = getpid();
-	__atomic_store_n(&ha_prof_r, ha_prof_opt.sample_interval, __ATOMIC_RELAXED);
+	__atomic_store_n(&ha_prof_r, background ? ha_prof_opt.always_on : ha_prof_opt.sample_interval,
+			 __ATOMIC_RELAXED);
 	if (ha_prof_opt.seed)
 		ha_sampler_seed((uint64_t)ha_prof_opt.seed);
 	ha_session.nofiles = !files;

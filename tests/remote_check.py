@@ -5,7 +5,7 @@ by tests/remote_dump.sh and tests/remote_dump_rust.sh.
     remote_check.py TOOLS PROFILE READY EXACT PID FUNCTION_PREFIX SOURCE
 
 site_big and site_small must hold their bytes (READY's "big" and "small")
-within 4 of the standard errors of sampling at 512 KiB, with file:line in
+within 4 of the standard errors of sampling at the profile's period, with file:line in
 SOURCE; site_gone nothing in use; with EXACT 1 the totals must be READY's
 books to the byte; a comment names PID and its command.  A site's frame is
 the function FUNCTION_PREFIX + name (C's may carry a C++ signature).
@@ -51,8 +51,11 @@ if exact and tot_al != want['alloc']:
     problems.append('alloc_space total %d, the books say %d' % (tot_al, want['alloc']))
 if exact and tot_in != want['alloc'] - want['free']:
     problems.append('inuse_space total %d, the books say %d' % (tot_in, want['alloc'] - want['free']))
-# a site's relative standard error at 512 KiB: sqrt((1 - p) / samples), samples ~ bytes / R
-R = 524288
+# a site's relative standard error: sqrt((1 - p) / samples), samples ~ bytes / R;
+# with nothing set the target samples at the always-on 2 MiB
+R = p.period
+if R != 2 << 20:
+    problems.append('sampled every %d bytes, not the always-on 2 MiB' % R)
 for name, key, size in (('site_big', 'big', 65536), ('site_small', 'small', 512)):
     got, files = site(name)
     pr = 1 - math.exp(-size / R)

@@ -1,8 +1,8 @@
 #!/bin/sh
 # remote_dump.sh — `heapalloc dump PID`: the heap profile of a process that
 # set nothing, read from outside.  tests/remote_sites.c (built as a user
-# builds it, libheapalloc preloaded, no profiling variable) keeps 32 MiB at
-# site_big and 16 MiB at site_small, and frees everything site_gone made;
+# builds it, libheapalloc preloaded, no profiling variable) keeps 128 MiB at
+# site_big and 64 MiB at site_small, and frees everything site_gone made;
 # its binary is deleted before the dump; the same built as C++.  The named profile must give each
 # site its bytes within 4 of the standard errors it states (label
 # sampling_error), site_gone nothing in use, the totals the program's own

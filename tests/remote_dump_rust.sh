@@ -6,7 +6,7 @@
 # HEAPALLOC_STATIC=1: heapalloc_root in the program's own symbol table),
 # its binary deleted before the dump.  The named profile must give site_big
 # and site_small their bytes within 4 of the standard errors of sampling at
-# 512 KiB, site_gone nothing in use, the totals the program's own books
+# the always-on 2 MiB, site_gone nothing in use, the totals the program's own books
 # (heapalloc::stats()) to the byte, and Rust names (remote_sites::site_big)
 # with file:line in remote_sites.rs.  The program's exit status stays 0 and
 # it writes nothing but its READY file.

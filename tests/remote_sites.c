@@ -4,8 +4,9 @@
  * (-O2 -g, not linked with heapalloc), as C and as C++.
  *
  *   remote_sites READY MODE
- * keeps site_big's 512 blocks of 64 KiB (32 MiB) and site_small's 32768
- * blocks of 512 bytes (16 MiB), allocates and frees 1000 blocks of 64 KiB
+ * keeps site_big's 2048 blocks of 64 KiB (128 MiB) and site_small's 131072
+ * blocks of 512 bytes (64 MiB: each ~32 samples at the always-on 2 MiB),
+ * allocates and frees 1000 blocks of 64 KiB
  * at site_gone, then writes to READY (created whole, by rename)
  *   "big BYTES small BYTES alloc BYTES free BYTES"
  * (the books as heapalloc_get_stats reads them, after the last allocation)
@@ -14,8 +15,8 @@
  *   lock   first leaves a thread stopped inside the allocator with one
  *          of its locks held and another blocked on that lock (the
  *          process is deadlocked in the allocator), then the same;
- *   grow   site_grow adds 2 MiB every 100 ms (up to 200 MiB) until stdin
- *          closes;
+ *   grow   (without site_big and site_small) site_grow adds 2 MiB every
+ *          100 ms (up to 200 MiB) until stdin closes;
  *   churn  4 threads allocate and free until stdin closes, then it prints
  *          a checksum of their work (the same on every run).
  */
@@ -45,18 +46,18 @@
 #define FREE(p) free(p)
 #endif
 
-void *keep[40000];
+void *keep[2048 + 131072];
 static size_t nkeep;
 
 NOINLINE void site_big(void)
 {
-	for (int i = 0; i < 512; i++)
+	for (int i = 0; i < 2048; i++)
 		keep[nkeep++] = memset(ALLOC(65536), 1, 64);
 }
 
 NOINLINE void site_small(void)
 {
-	for (int i = 0; i < 32768; i++)
+	for (int i = 0; i < 131072; i++)
 		keep[nkeep++] = memset(ALLOC(512), 2, 16);
 }
 
@@ -180,10 +181,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapalloc is not loaded\n");
 		return 99;
 	}
-	site_big();
-	site_small();
-	site_gone();
 	const char *mode = argv[2];
+	int grow = !strcmp(mode, "grow");   /* site_grow alone, to lead top within seconds */
+	if (!grow) {
+		site_big();
+		site_small();
+	}
+	site_gone();
 	pthread_t t[4];
 	if (!strcmp(mode, "churn"))
 		for (int i = 0; i < 4; i++)
@@ -199,13 +203,13 @@ int main(int argc, char **argv)
 	}
 	char buf[256], tmp[4200];
 	int n = snprintf(buf, sizeof buf, "big %llu small %llu alloc %llu free %llu\n",
-			 512ull * 65536, 32768ull * 512, (unsigned long long)st.v[9],
+			 grow ? 0 : 2048ull * 65536, grow ? 0 : 131072ull * 512, (unsigned long long)st.v[9],
 			 (unsigned long long)st.v[10]);
 	snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) || rename(tmp, argv[1]))
 		return 99;
-	if (!strcmp(mode, "grow")) {
+	if (grow) {
 		int fl = fcntl(0, F_GETFL);
 		fcntl(0, F_SETFL, fl | O_NONBLOCK);
 		for (;;) {

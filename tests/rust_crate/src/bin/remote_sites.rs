@@ -1,7 +1,7 @@
 //! tests/remote_dump_rust.sh: tests/remote_sites.c's `hold` mode in Rust,
 //! heapalloc::HeapAlloc the global allocator and no profiling variable, for
-//! `heapalloc dump PID`.  Keeps site_big's 512 blocks of 64 KiB (32 MiB) and
-//! site_small's 32768 blocks of 512 bytes (16 MiB), allocates and frees 1000
+//! `heapalloc dump PID`.  Keeps site_big's 2048 blocks of 64 KiB (128 MiB) and
+//! site_small's 131072 blocks of 512 bytes (64 MiB), allocates and frees 1000
 //! blocks of 64 KiB at site_gone, then writes to READY (created whole, by
 //! rename) "big BYTES small BYTES alloc BYTES free BYTES" (the books as
 //! heapalloc::stats() reads them after the last allocation) and waits for
@@ -14,7 +14,7 @@ static A: heapalloc::HeapAlloc = heapalloc::HeapAlloc;
 
 #[inline(never)]
 fn site_big(keep: &mut Vec<Vec<u8>>) {
-    for _ in 0..512 {
+    for _ in 0..2048 {
         let mut v = Vec::with_capacity(65536);
         v.push(1u8);
         keep.push(v);
@@ -23,7 +23,7 @@ fn site_big(keep: &mut Vec<Vec<u8>>) {
 
 #[inline(never)]
 fn site_small(keep: &mut Vec<Vec<u8>>) {
-    for _ in 0..32768 {
+    for _ in 0..131072 {
         let mut v = Vec::with_capacity(512);
         v.push(2u8);
         keep.push(v);
@@ -56,14 +56,14 @@ fn main() {
     let mut stdin = unsafe { <std::fs::File as std::os::unix::io::FromRawFd>::from_raw_fd(0) };
     let mut line = [0u8; 160];
     // every block the sites keep goes into this one buffer, allocated here
-    let mut keep: Vec<Vec<u8>> = Vec::with_capacity(512 + 32768);
+    let mut keep: Vec<Vec<u8>> = Vec::with_capacity(2048 + 131072);
     site_big(&mut keep);
     site_small(&mut keep);
     let gone = site_gone();
     let st = heapalloc::stats();
     let n = {
         let mut c = std::io::Cursor::new(&mut line[..]);
-        write!(c, "big {} small {} alloc {} free {}\n", 512 * 65536, 32768 * 512,
+        write!(c, "big {} small {} alloc {} free {}\n", 2048 * 65536, 131072 * 512,
                st.allocated, st.freed).expect("format");
         c.position() as usize
     };
@@ -80,7 +80,7 @@ fn main() {
         }
     }
     // site_gone's sum of first bytes, 0 + 1 + ... + 255 over and over
-    if keep.len() != 512 + 32768 || gone != (0..1000).map(|i| i % 256).sum::<usize>() {
+    if keep.len() != 2048 + 131072 || gone != (0..1000).map(|i| i % 256).sum::<usize>() {
         std::process::exit(1);
     }
 }
