@@ -77,70 +77,8 @@
 
 #define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
 
-/* ---- the short locks (table, object-map stripes) ----------------------------
- * A futex lock: one compare-and-swap to take it, one exchange to drop it
- * when nobody waits (pthread_mutex_lock + unlock cost ~55 instructions, and
- * a sample and a sampled free each take one of these).  0 free, 1 held,
- * 2 held with possible waiters.  A short spin, then sleep in the kernel.
- * Not recursive; fork: the prepare handler takes them all, the child
- * re-initialises them (ha_plock_init). */
-#include <errno.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-typedef struct ha_plock { int v; } ha_plock;
-#define HA_PLOCK_INIT { 0 }
-
-static inline void ha_plock_init(ha_plock *l)
-{
-	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
-}
-
-static __attribute__((noinline, cold, unused)) void ha_plock_slow(ha_plock *l)
-{
-	for (int i = 0; i < 64; i++) {
-		int c = 0;
-		if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return;
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#else
-		__asm__ volatile("" ::: "memory");
-#endif
-	}
-	/* from here on we may be sleeping, so whoever drops it must wake */
-	int e = errno;
-	while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0)
-		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-	errno = e;
-}
-
-static __attribute__((noinline, cold, unused)) void ha_plock_wake(ha_plock *l)
-{
-	int e = errno;
-	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	errno = e;
-}
-
-static inline void ha_plock_lock(ha_plock *l)
-{
-	int c = 0;
-	ha_locks_held++;       /* alloc/lock.h: fork from a signal handler */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (HA_UNLIKELY(!__atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
-						     __ATOMIC_RELAXED)))
-		ha_plock_slow(l);
-}
-
-static inline void ha_plock_unlock(ha_plock *l)
-{
-	if (HA_UNLIKELY(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2))
-		ha_plock_wake(l);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ha_locks_held--;
-}
+/* The short locks (table, object-map stripes, peak, threshold, mappings)
+ * are ha_plock, alloc/lock.h's futex lock. */
 
 /* ---- options.c ----------------------------------------------------------- */
 typedef struct ha_prof_options {
