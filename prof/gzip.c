@@ -9,6 +9,7 @@
  * space left to map zlib), the dump and serving entry points before their
  * locks; ha_gzip_to never loads (it runs under the dump lock, and prof.h's
  * rules keep the loader out of that): before a load it writes uncompressed.
+ * ha_gzip_file hands the result to writer.c's temp-name-and-rename.
  * Never calls the public malloc for zlib's state: it lives in ha_dump_mem
  * memory (raw memory, or the pre-OOM reserve).
  */
@@ -122,4 +123,25 @@ int ha_gzip_to(ha_out *dst, const char *data, size_t n)
 	if (out)
 		ha_dump_mem_free(out);
 	return err;
+}
+
+struct gz_job {
+	const char *buf;
+	size_t len;
+};
+
+/* ha_write_file's filler: the data gzipped into the file; a failure is the
+ * output's error, so no partial file is renamed into place. */
+static void fill_gz(ha_out *f, void *arg)
+{
+	const struct gz_job *j = arg;
+	int e = ha_gzip_to(f, j->buf, j->len);
+	if (e && !f->err)
+		f->err = e;
+}
+
+int ha_gzip_file(const char *path, const char *data, size_t n)
+{
+	struct gz_job j = { data, n };
+	return ha_write_file(path, fill_gz, &j);   /* temp name, rename (writer.c) */
 }

@@ -11,8 +11,12 @@
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
- *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
- *   gzip.c         the gzip of it, through zlib loaded on first use
+ *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
+ *   mappings.c     its executable mappings and their GNU build IDs
+ *   pprof_named.c  a served profile named in process (the symboliser
+ *                  plugin), in three lock steps (pprof.h: those three's)
+ *   gzip.c         the gzip of it, through zlib loaded on first use, and
+ *                  the hand-off to writer.c's temp name and rename
  *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
  *   calibrate.c    sampled estimates scaled to the books' exact totals
@@ -416,8 +420,11 @@ void ha_gzip_load(void);
  * to its memory; uncompressed when zlib cannot be (or was not yet) loaded.
  * 0 or errno. */
 int ha_gzip_to(ha_out *dst, const char *data, size_t n);
+/* gzip data[0..n) into path via path.tmp + rename (ha_write_file); 0 or
+ * errno. */
+int ha_gzip_file(const char *path, const char *data, size_t n);
 
-/* ---- pprof.c ------------------------------------------------------------- */
+/* ---- pprof.c, pprof_named.c (and mappings.c; prof/pprof.h: theirs) ------ */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
