@@ -66,8 +66,8 @@
  * helper's pipe.  ha_prof_prefork takes all of them in the order above;
  * ha_prof_postfork releases them (parent) or re-initialises them (child).
  */
-#ifndef HA_DUMP_PROF_H
-#define HA_DUMP_PROF_H
+#ifndef HA_PROF_PROF_H
+#define HA_PROF_PROF_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -130,8 +130,6 @@ int ha_options_parse_signal(const char *s, int64_t *out);
 int ha_options_parse_format(const char *s, int64_t *out);
 /* 0.9, .9, 90% or 90.5% -> parts per million (0..1000000). */
 int ha_options_parse_fraction(const char *s, int64_t *out);
-/* Value of NAME in environ, or NULL (never getenv). */
-const char *ha_options_env(const char *name);
 
 /* ---- sampler.c ----------------------------------------------------------- */
 /* Next exponential distance in bytes with mean r (r <= 1: 0). */
@@ -531,10 +529,15 @@ void ha_prof_write_pending(void);
 uint64_t ha_prof_queued(void);
 /* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
 void ha_prof_totals(uint64_t out[2]);
+/* In use of totals t (allocated, freed). */
+static inline uint64_t ha_inuse_of(const uint64_t t[2])
+{
+	return t[0] > t[1] ? t[0] - t[1] : 0;
+}
 
 /* ---- hooks.c ---------------------------------------------------------------
- * (ha_prof_due, ha_prof_sampled, ha_prof_on_free, ha_prof_check, ...:
- * alloc/hooks.h) */
+ * (ha_prof_sample_distance, ha_prof_sampled, ha_prof_on_free,
+ * ha_prof_check, ...: alloc/hooks.h) */
 
 /* ---- usdt.c ---------------------------------------------------------------
  * (ha_prof_poll: alloc/hooks.h) */

@@ -28,6 +28,17 @@ for f in "$top"/tools/*.c; do
 	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v '"prof/pb\.h"' &&
 		bad "$f includes library internals"
 done
+# prof/session.h names the files that may include it; alloc/hooks.h's
+# summary names every call it declares
+allowed=$(sed -n '1,/\*\//p' "$top/prof/session.h" | grep -o '[a-z_]*\.c' | sort -u)
+for f in $(grep -l '#include "prof/session.h"' "$top"/prof/*.c); do
+	echo "$allowed" | grep -qx "$(basename "$f")" ||
+		bad "$f includes prof/session.h, whose header does not name it"
+done
+summary=$(sed -n '1,/\*\//p' "$top/alloc/hooks.h")
+for fn in $(sed -n 's/^[a-z].*[ *]\(ha_[a-z_]*\)(.*/\1/p' "$top/alloc/hooks.h"); do
+	echo "$summary" | grep -qw "$fn" || bad "alloc/hooks.h declares $fn but its summary does not name it"
+done
 n=$(ls "$top"/alloc/*.c "$top"/prof/*.c | wc -l)
 [ "$n" -gt 20 ] || bad "found only $n sources under $top (wrong top_srcdir?)"
 [ $status = 0 ] && echo "ok: $n sources keep their layer"
