@@ -5,7 +5,9 @@
 # lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
 # sym/ (the symboliser plugin) includes of the library only the plugin
 # interface prof/sym_abi.h; tools/ includes neither's internals.  (That the
-# allocator also links without the profiler is tests/unit/alloc_units.)
+# allocator links without the profiler is tests/unit/alloc_units; that the
+# profiler links over alloc/hooks.h alone is tests/unit/prof_alone; an
+# undeclared call fails the build: -Werror=implicit-function-declaration.)
 # Env: top_srcdir.
 top=${top_srcdir:-..}
 status=0
