@@ -1,4 +1,4 @@
-/* tests/prof_stack.c — unit tier for prof/stack.c, compiled straight from
+/* tests/unit/prof_stack.c — unit tier for prof/stack.c, compiled straight from
  * the source (tests/prof.am): a fresh thread's stacks come from the shared
  * rows or the frame rules learned from them, frame for frame what
  * libunwind's fast trace returns, without the fast trace's per-thread
