@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "alloc/base.h"
+#include "alloc/debug.h"
 
 /* Every allocator and profiler lock is taken through these, which count the
  * locks this thread holds: a fork() from a signal handler that interrupted
@@ -29,6 +30,7 @@ static inline void ha_held_begin(void)
 
 static inline void ha_held_end(void)
 {
+	HA_ASSERT(ha_locks_held > 0);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ha_locks_held--;
 }
@@ -109,7 +111,9 @@ static inline void ha_plock_lock(ha_plock *l)
 
 static inline void ha_plock_unlock(ha_plock *l)
 {
-	if (HA_UNLIKELY(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2))
+	int was = __atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE);
+	HA_ASSERT(was == 1 || was == 2);   /* held (by us: the lock is not recursive) */
+	if (HA_UNLIKELY(was == 2))
 		ha_plock_wake(l);
 	ha_held_end();
 }

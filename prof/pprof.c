@@ -105,6 +105,7 @@ static uint32_t loc_id(ha_loc_table *t, uintptr_t a)
 		t->by_id[t->n] = a;
 		t->id[i] = (uint32_t)++t->n;
 	}
+	HA_ASSERT(t->id[i] >= 1 && t->id[i] <= t->n && t->by_id[t->id[i] - 1] == a);
 	return t->id[i];
 }
 

@@ -74,6 +74,7 @@
 #include <pthread.h>
 
 #include "alloc/base.h"
+#include "alloc/debug.h"     /* HA_ASSERT */
 #include "alloc/lock.h"
 #include "alloc/log.h"
 #include "alloc/sys.h"

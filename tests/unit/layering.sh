@@ -2,7 +2,7 @@
 # layering.sh — the layers include/ <- alloc/ <- prof/ <- tools/ hold: the
 # allocator includes nothing of prof/ or tools/; the profiler includes of
 # alloc/ only the interface (hooks.h) and the shared helpers (base.h,
-# lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
+# debug.h, lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
 # sym/ (the symboliser plugin) includes of the library only the plugin
 # interface prof/sym_abi.h; tools/ includes neither's internals.  (That the
 # allocator links without the profiler is tests/unit/alloc_units; that the
@@ -16,7 +16,7 @@ for f in "$top"/alloc/*.[ch] "$top"/alloc/*.cc; do
 	grep -Hn '#include "\(prof\|tools\)/' "$f" && bad "$f includes the profiler or tools"
 done
 for f in "$top"/prof/*.[ch]; do
-	grep -Hn '#include "alloc/' "$f" | grep -v '"alloc/\(hooks\|base\|lock\|log\|sys\)\.h"' &&
+	grep -Hn '#include "alloc/' "$f" | grep -v '"alloc/\(hooks\|base\|debug\|lock\|log\|sys\)\.h"' &&
 		bad "$f includes allocator internals"
 done
 for f in "$top"/prof/*.[ch]; do
