@@ -12,5 +12,13 @@
 /* initial-exec: a TLS access is one load off %fs, never a call into the
  * loader (which may allocate) */
 #define HA_TLS __thread __attribute__((tls_model("initial-exec")))
+/* A file's static that its unit test reaches: static in the library,
+ * hidden but linkable in the unit tier's build of the file (-DHA_TESTING,
+ * tests/unit/unit.am), which declares it in prof/unit.h. */
+#ifdef HA_TESTING
+#define HA_TESTABLE HA_HIDDEN
+#else
+#define HA_TESTABLE static
+#endif
 
 #endif

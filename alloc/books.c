@@ -151,11 +151,6 @@ void ha_books_own_end(const int64_t mark[5])
 		__atomic_fetch_add(&own[i], (uint64_t)(now[i] - mark[i]), __ATOMIC_RELAXED);
 }
 
-void ha_books_own(uint64_t *inuse)
-{
-	*inuse = __atomic_load_n(&own[1], __ATOMIC_RELAXED);
-}
-
 void ha_books(uint64_t out[2], uint64_t req[2])
 {
 	ha_ensure_init();

@@ -16,12 +16,23 @@
  * everything is recorded) and handed to ha_prof_sampled; its free calls
  * ha_prof_on_free.
  *
- * The profiler calls in only through the second half of this file:
- * switches (ha_alloc_profiling, ha_alloc_mmap_profiling), the books
- * (ha_books), read-only statistics (ha_alloc_stats, ha_alloc_view_read,
- * ha_alloc_threads), raw memory (ha_raw_*) and static-link calibration
- * (ha_alloc_call_back_next); besides these it includes only alloc/base.h,
- * lock.h, log.h and sys.h, never alloc/internal.h.  The profiler must not
+ * The allocator calls the profiler's half (first below): the sample's
+ * distance and record (ha_prof_sample_distance, ha_prof_sampled,
+ * ha_prof_sampled_kept), frees of recorded blocks (ha_prof_on_free,
+ * ha_prof_on_free_kept), budgets and the heap's turn (ha_prof_check,
+ * ha_prof_turn), the off-profiling poll (ha_prof_poll), mappings
+ * (ha_prof_mmap_counts, ha_prof_unmapped, ha_prof_mapped) and fork
+ * (ha_prof_prefork, ha_prof_postfork).
+ * The profiler calls in only through the second half: init
+ * (ha_alloc_init), switches (ha_alloc_profiling, ha_alloc_mmap_profiling,
+ * ha_alloc_watch_frees, ha_alloc_call_back_next), the books (ha_books,
+ * ha_books_own_begin, ha_books_own_end, ha_alloc_session_live,
+ * ha_alloc_books_layout), read-only statistics (ha_alloc_stats,
+ * ha_alloc_view_read, ha_alloc_resident_read, ha_alloc_arena_ranges,
+ * ha_alloc_threads) and raw memory (ha_raw_malloc, ha_raw_calloc,
+ * ha_raw_free); besides these it includes only alloc/base.h, debug.h,
+ * lock.h, log.h and sys.h, never alloc/internal.h (tests/unit/layering.sh checks
+ * that this summary names every call declared below).  The profiler must not
  * call the public malloc while it holds one of its own locks: it uses
  * ha_raw_malloc/ha_raw_free.  alloc/prof_none.c is a profiler that does
  * nothing, so that the allocator links and is tested alone.
@@ -143,8 +154,8 @@ void ha_alloc_books_layout(ha_books_layout *out);
 
 enum { HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT };
 /* Switch profiling to mode: every thread's next slow path (at most a
- * batch, or HA_COUNTDOWN_OFF bytes, away) calls ha_prof_due afresh; the
- * calling thread's next allocation does.  record_all (HA_PROF_ON only):
+ * batch, or HA_COUNTDOWN_OFF bytes, away) asks ha_prof_sample_distance
+ * afresh; the calling thread's next allocation does.  record_all (HA_PROF_ON only):
  * every allocation is sampled, so a small sample needs no header: it is
  * recorded in place and its span marked, so that every free in that span
  * takes the slow path and asks the profiler (ha_prof_on_free of a block
@@ -160,10 +171,9 @@ void ha_books(uint64_t out[2], uint64_t req[2]);
  * dlopen, libdw) leaves the books: everything the calling thread allocates
  * and frees between begin and end (mark: 5 words) is taken out of
  * ha_books, so that they count the program's heap only.  The section must
- * run no program code.  ha_books_own: the bytes such sections hold now. */
+ * run no program code. */
 void ha_books_own_begin(int64_t mark[5]);
 void ha_books_own_end(const int64_t mark[5]);
-void ha_books_own(uint64_t *inuse);
 /* The program's mmap family goes to ha_prof_mmap_counts (on) or is a bare
  * system call (off). */
 void ha_alloc_mmap_profiling(int on);

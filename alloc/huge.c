@@ -54,6 +54,7 @@
  */
 #define _GNU_SOURCE 1   /* mremap */
 #include "alloc/internal.h"
+#include "alloc/bitmap.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -105,53 +106,6 @@ static uint64_t huge_blocks, huge_bytes;   /* live; atomics */
 static uint32_t huge_used_ms;              /* ms clock of the last alloc or free */
 static size_t last_freed;                  /* bytes of the region block freed last */
 
-/* ---- bitmaps ----------------------------------------------------------- */
-
-static void bits_set(uint64_t *b, size_t i, size_t n)
-{
-	for (size_t end = i + n; i < end;) {
-		size_t k = 64 - (i & 63) < end - i ? 64 - (i & 63) : end - i;
-		b[i >> 6] |= (k == 64 ? ~(uint64_t)0 : (((uint64_t)1 << k) - 1)) << (i & 63);
-		i += k;
-	}
-}
-
-static void bits_clear(uint64_t *b, size_t i, size_t n)
-{
-	for (size_t end = i + n; i < end;) {
-		size_t k = 64 - (i & 63) < end - i ? 64 - (i & 63) : end - i;
-		b[i >> 6] &= ~((k == 64 ? ~(uint64_t)0 : (((uint64_t)1 << k) - 1)) << (i & 63));
-		i += k;
-	}
-}
-
-static size_t bits_count(const uint64_t *b, size_t i, size_t n)
-{
-	size_t c = 0;
-	for (size_t end = i + n; i < end;) {
-		size_t k = 64 - (i & 63) < end - i ? 64 - (i & 63) : end - i;
-		uint64_t m = (k == 64 ? ~(uint64_t)0 : (((uint64_t)1 << k) - 1)) << (i & 63);
-		c += (size_t)__builtin_popcountll(b[i >> 6] & m);
-		i += k;
-	}
-	return c;
-}
-
-/* First index in [i, end) whose bit is `want`, else end. */
-static size_t next_bit(const uint64_t *b, size_t i, size_t end, int want)
-{
-	while (i < end) {
-		uint64_t w = want ? b[i >> 6] : ~b[i >> 6];
-		w &= ~(uint64_t)0 << (i & 63);
-		if (w) {
-			size_t r = (i & ~(size_t)63) + (size_t)__builtin_ctzll(w);
-			return r < end ? r : end;
-		}
-		i = (i | 63) + 1;
-	}
-	return end;
-}
-
 /* ---- regions (all under huge_lock) -------------------------------------- */
 
 static inline hhdr *hhdr_of(const void *p)
@@ -174,8 +128,8 @@ static hregion *region_of(uintptr_t a)
 
 static void take_pages(hregion *R, size_t i, size_t n)
 {
-	size_t d = bits_count(R->dirty, i, n);
-	bits_set(R->busy, i, n);
+	size_t d = ha_bits_count(R->dirty, i, n);
+	ha_bits_set(R->busy, i, n);
 	R->used += n;
 	R->fdirty -= d;
 	free_dirty -= d;
@@ -184,15 +138,15 @@ static void take_pages(hregion *R, size_t i, size_t n)
 /* Pages [i, i+n) become free; dirty: they may be resident. */
 static void give_pages(hregion *R, size_t i, size_t n, int dirty)
 {
-	bits_clear(R->busy, i, n);
+	ha_bits_clear(R->busy, i, n);
 	R->used -= n;
 	if (dirty) {
 		/* busy until now, so none of them was counted in fdirty */
-		bits_set(R->dirty, i, n);
+		ha_bits_set(R->dirty, i, n);
 		R->fdirty += n;
 		free_dirty += n;
 	} else {
-		bits_clear(R->dirty, i, n);
+		ha_bits_clear(R->dirty, i, n);
 	}
 }
 
@@ -206,15 +160,15 @@ static hregion *region_pick(size_t n, size_t *at)
 		if (!R->pages || R->pages - R->used < n)
 			continue;
 		for (size_t i = 0; i < R->pages;) {
-			size_t a = next_bit(R->busy, i, R->pages, 0);
+			size_t a = ha_bits_next(R->busy, i, R->pages, 0);
 			if (a == R->pages)
 				break;
-			size_t b = next_bit(R->busy, a, R->pages, 1);
+			size_t b = ha_bits_next(R->busy, a, R->pages, 1);
 			i = b;
 			if (b - a < n)
 				continue;
-			size_t cf = n - bits_count(R->dirty, a, n);
-			size_t cb = b - a == n ? cf : n - bits_count(R->dirty, b - n, n);
+			size_t cf = n - ha_bits_count(R->dirty, a, n);
+			size_t cb = b - a == n ? cf : n - ha_bits_count(R->dirty, b - n, n);
 			size_t c = cf <= cb ? cf : cb;
 			if (c < best_clean || (c == best_clean && b - a < best_run)) {
 				best = R;
@@ -369,7 +323,7 @@ static size_t release(int all, int idle)
 		while (a > lo && !(R->busy[(a - 1) >> 6] & ((uint64_t)1 << ((a - 1) & 63))))
 			a--;
 		size_t n = d + 1 - a;
-		size_t dn = bits_count(R->dirty, a, n);
+		size_t dn = ha_bits_count(R->dirty, a, n);
 		take_pages(R, a, n);
 		ha_unlock(&huge_lock);
 		madvise((void *)(R->base + a * PG), n * PG, MADV_DONTNEED);
@@ -409,7 +363,7 @@ static void *region_alloc(size_t len, int zero)
 		if (tries || !region_add(n))
 			return NULL;
 	}
-	size_t clean = n - bits_count(R->dirty, at, n);
+	size_t clean = n - ha_bits_count(R->dirty, at, n);
 	take_pages(R, at, n);
 	huge_used_ms = ha_now_ms();
 	ha_unlock(&huge_lock);
@@ -419,10 +373,10 @@ static void *region_alloc(size_t len, int zero)
 	if (zero) {
 		/* the window's bits are ours while the block lives */
 		for (size_t i = at, end = at + n; i < end;) {
-			size_t a = next_bit(R->dirty, i, end, 1);
+			size_t a = ha_bits_next(R->dirty, i, end, 1);
 			if (a == end)
 				break;
-			size_t b = next_bit(R->dirty, a, end, 0);
+			size_t b = ha_bits_next(R->dirty, a, end, 0);
 			memset((char *)(R->base + a * PG), 0, (b - a) * PG);
 			i = b;
 		}
@@ -576,7 +530,7 @@ void *ha_huge_realloc(void *p, size_t n)
 			give_pages(R, i + l, o - l, 1);
 			over = free_dirty * PG > cache_budget();
 			q = p;
-		} else if (i + l <= R->pages && next_bit(R->busy, i + o, i + l, 1) == i + l) {
+		} else if (i + l <= R->pages && ha_bits_next(R->busy, i + o, i + l, 1) == i + l) {
 			take_pages(R, i + o, l - o);
 			q = p;
 		}

@@ -1,7 +1,7 @@
 /* prof/api.c — heapalloc's public profiler/statistics API and the
  * gperftools heap-profiler API (<gperftools/heap-profiler.h>).
  *
- * Thin wrappers over profiler.c.  GetHeapProfile and heapalloc_profile_pprof
+ * Thin wrappers over session.c, dump.c and pprof_named.c.  GetHeapProfile and heapalloc_profile_pprof
  * are the places that return memory from the public malloc (the caller frees
  * it): the profile is built in raw memory under ha_prof_dump_lock, then
  * copied with no profiler lock held.

@@ -27,6 +27,7 @@
 
 #include "prof/prof.h"
 #include "prof/frame_rules.h"
+#include "prof/unit.h"   /* learned_at, for the unit test build */
 
 static unsigned long long rows_subs;    /* objects unloaded when rows began */
 
@@ -285,7 +286,7 @@ static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
 	return row;
 }
 
-static unsigned learned_at;       /* frames learned by learn_at (tests) */
+HA_TESTABLE unsigned learned_at;  /* frames learned by learn_at (prof/unit.h) */
 
 /* Learn the frame at ip (a return address) whose RSP and RBP are sp and bp,
  * as the rule walk found them, on a made-up context whose other registers

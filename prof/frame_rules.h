@@ -1,5 +1,5 @@
 /* prof/frame_rules.h — the learned frame rules, shared by the two files of
- * the stack capture (stack.c and frame_rules.c) and nobody else.
+ * the stack capture (stack.c and frame_rules.c) and their unit test.
  *
  * The table and the rule walk are here so that the walk stays inlined in
  * the sampling hook's unwinder (stack.c, stack_unwind): a known stack is

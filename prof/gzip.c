@@ -9,6 +9,7 @@
  * space left to map zlib), the dump and serving entry points before their
  * locks; ha_gzip_to never loads (it runs under the dump lock, and prof.h's
  * rules keep the loader out of that): before a load it writes uncompressed.
+ * ha_gzip_file hands the result to writer.c's temp-name-and-rename.
  * Never calls the public malloc for zlib's state: it lives in ha_dump_mem
  * memory (raw memory, or the pre-OOM reserve).
  */
@@ -32,9 +33,9 @@ static struct {
 	init_fn init;     /* deflateInit2_ (zlib.h's deflateInit2 macro); NULL: none */
 	deflate_fn deflate;
 	end_fn end;
-} Z;
-static pthread_once_t Z_once = PTHREAD_ONCE_INIT;
-static int Z_tried;   /* load() ran (atomic) */
+} zlib;
+static pthread_once_t zlib_once = PTHREAD_ONCE_INIT;
+static int zlib_tried;   /* load() ran (atomic) */
 
 static void load(void)
 {
@@ -45,25 +46,25 @@ static void load(void)
 	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
 	const char *why = h ? NULL : dlerror();
 	if (h) {
-		Z.init = (init_fn)dlsym(h, "deflateInit2_");
-		Z.deflate = (deflate_fn)dlsym(h, "deflate");
-		Z.end = (end_fn)dlsym(h, "deflateEnd");
-		if (!Z.init || !Z.deflate || !Z.end) {
+		zlib.init = (init_fn)dlsym(h, "deflateInit2_");
+		zlib.deflate = (deflate_fn)dlsym(h, "deflate");
+		zlib.end = (end_fn)dlsym(h, "deflateEnd");
+		if (!zlib.init || !zlib.deflate || !zlib.end) {
 			why = "no deflateInit2_, deflate or deflateEnd in it";
-			Z.init = NULL;
+			zlib.init = NULL;
 		}
 	}
 	ha_books_own_end(mark);
 	ha_prof_busy = busy;
-	if (!Z.init)
+	if (!zlib.init)
 		ha_log("heapalloc: cannot load zlib (libz.so.1: %s); pprof profiles are written "
 		       "uncompressed\n", why ? why : "unknown error");
-	__atomic_store_n(&Z_tried, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&zlib_tried, 1, __ATOMIC_RELEASE);
 }
 
 void ha_gzip_load(void)
 {
-	pthread_once(&Z_once, load);
+	pthread_once(&zlib_once, load);
 }
 
 /* zlib's allocator: raw memory, never the public malloc. */
@@ -92,14 +93,14 @@ static int put(ha_out *dst, const void *p, size_t n)
 
 int ha_gzip_to(ha_out *dst, const char *data, size_t n)
 {
-	if (!__atomic_load_n(&Z_tried, __ATOMIC_ACQUIRE) || !Z.init)
+	if (!__atomic_load_n(&zlib_tried, __ATOMIC_ACQUIRE) || !zlib.init)
 		return put(dst, data, n);   /* no zlib: the protobuf as it is */
 	z_stream z;
 	memset(&z, 0, sizeof z);
 	z.zalloc = z_alloc;
 	z.zfree = z_free;
 	/* 15 + 16: a gzip wrapper; memLevel 8 (~260 KiB of state) */
-	if (Z.init(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+	if (zlib.init(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
 		   (int)sizeof z) != Z_OK)
 		return ENOMEM;
 	enum { CHUNK = 64 * 1024 };
@@ -111,15 +112,36 @@ int ha_gzip_to(ha_out *dst, const char *data, size_t n)
 	while (!err && zr != Z_STREAM_END) {
 		z.next_out = out;
 		z.avail_out = CHUNK;
-		zr = Z.deflate(&z, Z_FINISH);
+		zr = zlib.deflate(&z, Z_FINISH);
 		if (zr == Z_STREAM_ERROR) {
 			err = EIO;
 			break;
 		}
 		err = put(dst, out, CHUNK - z.avail_out);
 	}
-	Z.end(&z);
+	zlib.end(&z);
 	if (out)
 		ha_dump_mem_free(out);
 	return err;
+}
+
+struct gz_job {
+	const char *buf;
+	size_t len;
+};
+
+/* ha_write_file's filler: the data gzipped into the file; a failure is the
+ * output's error, so no partial file is renamed into place. */
+static void fill_gz(ha_out *f, void *arg)
+{
+	const struct gz_job *j = arg;
+	int e = ha_gzip_to(f, j->buf, j->len);
+	if (e && !f->err)
+		f->err = e;
+}
+
+int ha_gzip_file(const char *path, const char *data, size_t n)
+{
+	struct gz_job j = { data, n };
+	return ha_write_file(path, fill_gz, &j);   /* temp name, rename (writer.c) */
 }

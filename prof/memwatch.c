@@ -24,27 +24,16 @@
 #include <unistd.h>
 
 #include "prof/prof.h"
+#include "prof/unit.h"   /* the watch's types, shared with its unit test */
 
 #define POLL_MS 100               /* RSS and limit checks, 10 per second */
 #define RESERVE_BYTES (4u << 20)  /* the pre-OOM dump's writer memory */
-#define PATH_CAP 512
+/* Where the cgroups are read (tests/unit/prof_memwatch points them at a
+ * tree of its own). */
+HA_TESTABLE const char *cg_self = "/proc/self/cgroup";
+HA_TESTABLE const char *cg_root = "/sys/fs/cgroup";
 
-enum { LIM_NONE, LIM_CG2, LIM_CG1, LIM_AS };
-
-/* Where the cgroups are read (tests/prof_memwatch.c points them at a tree
- * of its own). */
-static const char *cg_self = "/proc/self/cgroup";
-static const char *cg_root = "/sys/fs/cgroup";
-
-static struct {
-	int64_t rss_step;         /* HEAP_PROFILE_RSS_INTERVAL, 0 off */
-	uint64_t rss_base;        /* RSS at the start or the last RSS dump */
-	int kind;                 /* LIM_*: which limit applies */
-	uint64_t limit, threshold;  /* bytes; threshold = fraction of limit */
-	char usage_path[PATH_CAP];  /* the cgroup's usage file, "" = use RSS */
-	int oom_done;             /* the pre-OOM dump is written once */
-	void *reserve;
-} watch;
+HA_TESTABLE ha_memwatch watch;
 
 /* path's content into buf (NUL-terminated); its length, or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t cap)
@@ -129,7 +118,7 @@ static void take_limit(int kind, uint64_t limit, const char *usage)
 
 /* The memory cgroups of /proc/self/cgroup: "0::/path" (v2; this group and
  * every ancestor's memory.max bind) and "N:...memory...:/path" (v1). */
-static void find_cgroup_limits(void)
+HA_TESTABLE void find_cgroup_limits(void)
 {
 	char buf[4096];
 	if (read_small(cg_self, buf, sizeof buf) <= 0)
@@ -143,11 +132,11 @@ static void find_cgroup_limits(void)
 		if (!c2 || c2[1] != '/')
 			continue;
 		const char *path = c2 + 1;
-		char f[PATH_CAP], u[PATH_CAP];
+		char f[HA_MEMWATCH_PATH_CAP], u[HA_MEMWATCH_PATH_CAP];
 		if (c1 == line + 1 && line[0] == '0' && c2 == c1 + 1) {
 			/* v2 at /sys/fs/cgroup, or .../unified on a hybrid host */
 			for (int r = 0; r < 2; r++) {
-				char dir[PATH_CAP];
+				char dir[HA_MEMWATCH_PATH_CAP];
 				int rn = ha_snprintf(dir, sizeof dir, "%s%s", cg_root,
 						     r ? "/unified" : "");
 				size_t rl = rn > 0 ? (size_t)rn : 0;
@@ -159,7 +148,7 @@ static void find_cgroup_limits(void)
 					dir[len] = 0;
 					ha_snprintf(f, sizeof f, "%s/memory.max", dir);
 					ha_snprintf(u, sizeof u, "%s/memory.current", dir);
-					take_limit(LIM_CG2, read_limit(f), u);
+					take_limit(HA_LIM_CG2, read_limit(f), u);
 					while (len > rl && dir[len - 1] != '/')
 						len--;
 					if (len > rl)
@@ -184,7 +173,7 @@ static void find_cgroup_limits(void)
 			    strcmp(path, "/") ? path : "");
 		ha_snprintf(u, sizeof u, "%s/memory%s/memory.usage_in_bytes", cg_root,
 			    strcmp(path, "/") ? path : "");
-		take_limit(LIM_CG1, read_limit(f), u);
+		take_limit(HA_LIM_CG1, read_limit(f), u);
 	}
 }
 
@@ -194,14 +183,14 @@ int ha_memwatch_start(void)
 	ha_proc_statm(&as, &rss);
 	watch.rss_step = ha_prof_opt.rss_interval;
 	watch.rss_base = rss;
-	watch.kind = LIM_NONE;
+	watch.kind = HA_LIM_NONE;
 	watch.limit = watch.threshold = 0;
 	watch.oom_done = 0;
 	if (ha_prof_opt.oom_fraction > 0) {
 		find_cgroup_limits();
 		struct rlimit rl;
 		if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-			take_limit(LIM_AS, (uint64_t)rl.rlim_cur, NULL);
+			take_limit(HA_LIM_AS, (uint64_t)rl.rlim_cur, NULL);
 		watch.threshold = (uint64_t)((unsigned __int128)watch.limit *
 					 (uint64_t)ha_prof_opt.oom_fraction / 1000000);
 	}
@@ -218,11 +207,11 @@ int ha_memwatch_period_ms(void)
 	return watch.rss_step > 0 || (watch.limit && !watch.oom_done) ? POLL_MS : -1;
 }
 
-static void oom_check(uint64_t as, uint64_t rss)
+HA_TESTABLE void oom_check(uint64_t as, uint64_t rss)
 {
-	uint64_t use = watch.kind == LIM_AS ? as : rss;
-	const char *what = watch.kind == LIM_AS ? "address space" : "RSS";
-	if (watch.kind != LIM_AS && watch.usage_path[0] &&
+	uint64_t use = watch.kind == HA_LIM_AS ? as : rss;
+	const char *what = watch.kind == HA_LIM_AS ? "address space" : "RSS";
+	if (watch.kind != HA_LIM_AS && watch.usage_path[0] &&
 	    read_u64_file(watch.usage_path, &use) == 0)
 		what = "cgroup usage";
 	if (use < watch.threshold)
@@ -232,7 +221,7 @@ static void oom_check(uint64_t as, uint64_t rss)
 	ha_snprintf(reason, sizeof reason, "%s %llu MB, %llu%% of %s %llu MB", what,
 		    (unsigned long long)(use >> 20),
 		    (unsigned long long)((unsigned __int128)use * 100 / watch.limit),
-		    watch.kind == LIM_AS ? "RLIMIT_AS" : "the cgroup limit",
+		    watch.kind == HA_LIM_AS ? "RLIMIT_AS" : "the cgroup limit",
 		    (unsigned long long)(watch.limit >> 20));
 	ha_prof_dump_reserved(reason, watch.reserve, RESERVE_BYTES);
 	if (watch.reserve) {

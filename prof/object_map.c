@@ -148,9 +148,16 @@ static int grow(stripe *st)
 	return 0;
 }
 
+/* Can p be kept (16-aligned, below 2^48)?  Every heapalloc block is. */
+static inline int storable(uintptr_t p)
+{
+	return p && !(p & 15) && ((uint64_t)p >> 4) <= ADDR_MASK;
+}
+
 /* Caller holds st->lock; room for one more was made (grow); key_of(p) != 0. */
 static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t req)
 {
+	HA_ASSERT(storable(p) && st->used < st->n);
 	size_t j = home(h, st->n);
 	uint64_t a = (uint64_t)p >> 4;
 	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
@@ -165,12 +172,6 @@ static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t 
 	}
 	st->s[j].key = a | (uint64_t)b->idx << ADDR_BITS;
 	st->s[j].req = req;
-}
-
-/* Can p be kept (16-aligned, below 2^48)?  Every heapalloc block is. */
-static inline int storable(uintptr_t p)
-{
-	return p && !(p & 15) && ((uint64_t)p >> 4) <= ADDR_MASK;
 }
 
 static inline int need_grow(const stripe *st)

@@ -32,102 +32,104 @@ typedef struct opt_row {
 	int64_t *var;             /* numeric options */
 	const char **str;         /* OPT_STR */
 	int64_t *present;         /* set to 1 when the variable exists, or NULL */
-	const char *doc;
 } opt_row;
+/* A row's description: read from this source by tools/gen-options, never
+ * compiled into the library. */
+#define DOC(markdown)
 
-/* The table, and the one place each variable is described (doc, in the
+/* The table, and the one place each variable is described (DOC, in the
  * README's Markdown): tools/gen-options writes the README's table,
  * heapalloc(3)'s ENVIRONMENT and the command's help (tools/ha_options.py)
  * from it; tests/options_table.sh fails when one of them is stale. */
 static const opt_row rows[] = {
 	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
-	  "file prefix; set and non-empty turns profiling on at start" },
+	  DOC("file prefix; set and non-empty turns profiling on at start") },
 	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 524288,
 	  &ha_prof_opt.sample_interval, NULL, &ha_prof_opt.sample_interval_set,
-	  "mean bytes between samples; 1 records every allocation; unset, the always-on sampling (nothing else set) draws at 2 MiB; 0 turns it off (a session then asked for samples at the default)" },
+	  DOC("mean bytes between samples; 1 records every allocation; unset, the always-on sampling (nothing else set) draws at 2 MiB; 0 turns it off (a session then asked for samples at the default)") },
 	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
 	  &ha_prof_opt.alloc_interval, NULL, NULL,
-	  "dump every N bytes allocated; 0 = off" },
+	  DOC("dump every N bytes allocated; 0 = off") },
 	{ "HEAP_PROFILE_DEALLOCATION_INTERVAL", OPT_SIZE, 0,
 	  &ha_prof_opt.dealloc_interval, NULL, NULL,
-	  "dump every N bytes freed; 0 = off" },
+	  DOC("dump every N bytes freed; 0 = off") },
 	{ "HEAP_PROFILE_INUSE_INTERVAL", OPT_SIZE, 104857600,
 	  &ha_prof_opt.inuse_interval, NULL, NULL,
-	  "dump when in-use bytes exceed the last high-water mark by N; 0 = off" },
+	  DOC("dump when in-use bytes exceed the last high-water mark by N; 0 = off") },
 	{ "HEAP_PROFILE_TIME_INTERVAL", OPT_SECONDS, 0,
 	  &ha_prof_opt.time_interval, NULL, NULL,
-	  "dump every N seconds; 0 = off" },
+	  DOC("dump every N seconds; 0 = off") },
 	{ "HEAPPROFILESIGNAL", OPT_SIGNAL, 0, &ha_prof_opt.signal, NULL, NULL,
-	  "dump when this signal (number or name, e.g. `SIGUSR2`) arrives" },
+	  DOC("dump when this signal (number or name, e.g. `SIGUSR2`) arrives") },
 	{ "HEAPPROFILE_USE_PID", OPT_BOOL, 0, &ha_prof_opt.use_pid, NULL,
 	  &ha_prof_opt.use_pid_set,
-	  "every process, the first included, writes `PREFIX_PID.NNNN.heap`" },
+	  DOC("every process, the first included, writes `PREFIX_PID.NNNN.heap`") },
 	{ "HEAP_PROFILE_CLEANUP", OPT_BOOL, 1, &ha_prof_opt.cleanup, NULL, NULL,
-	  "at start, remove earlier `PREFIX.NNNN.heap` files" },
+	  DOC("at start, remove earlier `PREFIX.NNNN.heap` files") },
 	{ "HEAP_PROFILE_EXACT_TOTALS", OPT_BOOL, 0, &ha_prof_opt.exact_totals, NULL, NULL,
-	  "heapalloc's own: gperftools' compatibility mode (requested-size totals and dump "
-	  "points, a 16-byte header per block)" },
+	  DOC("heapalloc's own: gperftools' compatibility mode (requested-size totals and dump "
+	      "points, a 16-byte header per block)") },
 	{ "HEAP_PROFILE_FORMAT", OPT_FORMAT, HA_FORMAT_TEXT, &ha_prof_opt.format, NULL, NULL,
-	  "heapalloc's own: `text` (`PREFIX.NNNN.heap`), `pprof` (`PREFIX.NNNN.pb.gz`, gzipped "
-	  "profile.proto with build IDs) or `both`" },
+	  DOC("heapalloc's own: `text` (`PREFIX.NNNN.heap`), `pprof` (`PREFIX.NNNN.pb.gz`, gzipped "
+	      "profile.proto with build IDs) or `both`") },
 	{ "HEAP_PROFILE_PEAK_INTERVAL", OPT_SIZE, 16777216, &ha_prof_opt.peak_interval, NULL, NULL,
-	  "heapalloc's own: `PREFIX.peak.heap`, the profile at the in-use high, from N bytes in "
-	  "use, copied at the turn each 1/128 higher; 0 = off" },
+	  DOC("heapalloc's own: `PREFIX.peak.heap`, the profile at the in-use high, from N bytes in "
+	      "use, copied at the turn each 1/128 higher; 0 = off") },
 	{ "HEAP_PROFILE_STATS", OPT_BOOL, 1, &ha_prof_opt.stats, NULL, NULL,
-	  "heapalloc's own: write `PREFIX.NNNN.stats` beside each dump (heap books and caches "
-	  "against the process's RSS)" },
+	  DOC("heapalloc's own: write `PREFIX.NNNN.stats` beside each dump (heap books and caches "
+	      "against the process's RSS)") },
 	{ "HEAP_PROFILE_KEEP", OPT_COUNT, 0, &ha_prof_opt.keep, NULL, NULL,
-	  "heapalloc's own: keep the first and the newest N dumps this process wrote, removing "
-	  "each older one as a new one lands; never touches other runs' or processes' files; 0 = "
-	  "keep all" },
+	  DOC("heapalloc's own: keep the first and the newest N dumps this process wrote, removing "
+	      "each older one as a new one lands; never touches other runs' or processes' files; 0 = "
+	      "keep all") },
 	{ "HEAP_PROFILE_MIN_SECONDS", OPT_SECONDS, 0, &ha_prof_opt.min_seconds, NULL, NULL,
-	  "heapalloc's own: at most one threshold (allocation, deallocation, in-use) dump per N "
-	  "seconds; a crossing in between is counted, and the next dump of any kind says `; K "
-	  "crossings folded` after its reason; exit and API dumps are never held back; 0 = off" },
+	  DOC("heapalloc's own: at most one threshold (allocation, deallocation, in-use) dump per N "
+	      "seconds; a crossing in between is counted, and the next dump of any kind says `; K "
+	      "crossings folded` after its reason; exit and API dumps are never held back; 0 = off") },
 	{ "HEAP_PROFILE_RSS_INTERVAL", OPT_SIZE, 0, &ha_prof_opt.rss_interval, NULL, NULL,
-	  "dump when the resident set (`/proc/self/statm`) has grown by more than N bytes since "
-	  "the last RSS dump (the first at start RSS + N); checked every 100 ms by the helper "
-	  "thread; 0 = off" },
+	  DOC("dump when the resident set (`/proc/self/statm`) has grown by more than N bytes since "
+	      "the last RSS dump (the first at start RSS + N); checked every 100 ms by the helper "
+	      "thread; 0 = off") },
 	{ "HEAP_PROFILE_OOM_FRACTION", OPT_FRACTION, 900000, &ha_prof_opt.oom_fraction, NULL, NULL,
-	  "dump once when memory use reaches this fraction (`0.9` or `90%`) of the smallest "
-	  "limit: cgroup v2 `memory.max` / v1 `memory.limit_in_bytes` (against the cgroup's "
-	  "usage) or `RLIMIT_AS` (against the address space); 0 = off" },
+	  DOC("dump once when memory use reaches this fraction (`0.9` or `90%`) of the smallest "
+	      "limit: cgroup v2 `memory.max` / v1 `memory.limit_in_bytes` (against the cgroup's "
+	      "usage) or `RLIMIT_AS` (against the address space); 0 = off") },
 	{ "HEAP_PROFILE_TIMELINE_MS", OPT_COUNT, 100, &ha_prof_opt.timeline_ms, NULL, NULL,
-	  "heapalloc's own: every N ms while the heap moves, the helper thread adds a row of the "
-	  "totals and RSS to `PREFIX.log` (reason `timeline`), so `heapalloc timeline` draws the "
-	  "run between dumps too; the helper runs in the default mode, not with "
-	  "`HEAP_PROFILE_EXACT_TOTALS`; 0 = off" },
+	  DOC("heapalloc's own: every N ms while the heap moves, the helper thread adds a row of the "
+	      "totals and RSS to `PREFIX.log` (reason `timeline`), so `heapalloc timeline` draws the "
+	      "run between dumps too; the helper runs in the default mode, not with "
+	      "`HEAP_PROFILE_EXACT_TOTALS`; 0 = off") },
 	{ "HEAPALLOC_PROFILE_ROOT", OPT_COUNT, 0, &ha_prof_opt.profile_root, NULL, NULL,
-	  "set by heapalloc, not by you: the profiled root's pid, in its descendants' "
-	  "environment; a descendant prints no `Starting tracking the heap` line (one per process "
-	  "tree) and writes its command line at the top of its dump log" },
+	  DOC("set by heapalloc, not by you: the profiled root's pid, in its descendants' "
+	      "environment; a descendant prints no `Starting tracking the heap` line (one per process "
+	      "tree) and writes its command line at the top of its dump log") },
 	{ "HEAP_PROFILE_MMAP", OPT_BOOL, 0, &ha_prof_opt.mmap, NULL, NULL,
-	  "also profile the program's `mmap`, `mmap64`, `mremap` and `munmap` calls (gperftools' "
-	  "`HEAP_PROFILE_MMAP` before 2.17); mapped bytes count in the totals" },
+	  DOC("also profile the program's `mmap`, `mmap64`, `mremap` and `munmap` calls (gperftools' "
+	      "`HEAP_PROFILE_MMAP` before 2.17); mapped bytes count in the totals") },
 	{ "HEAP_PROFILE_SYMBOLIZE", OPT_BOOL, 1, &ha_prof_opt.symbolize, NULL, NULL,
-	  "heapalloc's own: profiles served from memory (`heapalloc_profile_pprof`, the crate's "
-	  "`pprof_heap()`, the HTTP endpoint) carry function names, file:line and inlined frames, "
-	  "read in the process by the plugin `libheapalloc-sym.so` (docs/reference.md); false = "
-	  "addresses and build IDs only; dump files are never named in-process" },
+	  DOC("heapalloc's own: profiles served from memory (`heapalloc_profile_pprof`, the crate's "
+	      "`pprof_heap()`, the HTTP endpoint) carry function names, file:line and inlined frames, "
+	      "read in the process by the plugin `libheapalloc-sym.so` (docs/reference.md); false = "
+	      "addresses and build IDs only; dump files are never named in-process") },
 	{ "HEAP_PROFILE_CALIBRATE", OPT_BOOL, 1, &ha_prof_opt.calibrate, NULL, NULL,
-	  "heapalloc's own: scale a sampled profile's estimates so that its totals equal the "
-	  "allocator's exact books, the figures the dump prints (text lines then carry `@ "
-	  "heapprofile`); false writes pprof's raw estimates with `@ heap_v2/R`; nothing to scale "
-	  "at interval 1" },
+	  DOC("heapalloc's own: scale a sampled profile's estimates so that its totals equal the "
+	      "allocator's exact books, the figures the dump prints (text lines then carry `@ "
+	      "heapprofile`); false writes pprof's raw estimates with `@ heap_v2/R`; nothing to scale "
+	      "at interval 1") },
 	{ "HEAP_PROFILE_SEED", OPT_COUNT, 0, &ha_prof_opt.seed, NULL, NULL,
-	  "heapalloc's own: the sampler's seed, so that a run is sampled alike each time (threads "
-	  "seeded in the order they first sample); 0 = a fresh seed per thread" },
+	  DOC("heapalloc's own: the sampler's seed, so that a run is sampled alike each time (threads "
+	      "seeded in the order they first sample); 0 = a fresh seed per thread") },
 	{ "HEAP_PROFILE_HTTP", OPT_STR, 0, NULL, &ha_prof_opt.http, NULL,
-	  "heapalloc's own: serve `/debug/pprof/heap` and `/debug/pprof/allocs` on "
-	  "`127.0.0.1:PORT`, `[::1]:PORT`, `0.0.0.0:PORT` or `unix:PATH` (port 0: any free one); "
-	  "turns sampling on, writes files only with `HEAPPROFILE`; ignored in setuid programs "
-	  "and in descendants (docs/reference.md)" },
+	  DOC("heapalloc's own: serve `/debug/pprof/heap` and `/debug/pprof/allocs` on "
+	      "`127.0.0.1:PORT`, `[::1]:PORT`, `0.0.0.0:PORT` or `unix:PATH` (port 0: any free one); "
+	      "turns sampling on, writes files only with `HEAPPROFILE`; ignored in setuid programs "
+	      "and in descendants (docs/reference.md)") },
 	{ "HEAP_PROFILE_HTTP_ADDR_FILE", OPT_STR, 0, NULL, &ha_prof_opt.http_addr_file, NULL,
-	  "heapalloc's own: write the address `HEAP_PROFILE_HTTP` bound (the port picked for port "
-	  "0) to this file; without it, port 0 prints one stderr line with the address" },
+	  DOC("heapalloc's own: write the address `HEAP_PROFILE_HTTP` bound (the port picked for port "
+	      "0) to this file; without it, port 0 prints one stderr line with the address") },
 	{ "HEAPALLOC_HTTP_ROOT", OPT_COUNT, 0, &ha_prof_opt.http_root, NULL, NULL,
-	  "set by heapalloc, not by you: the serving process's pid, in its descendants' "
-	  "environment; a descendant does not serve" },
+	  DOC("set by heapalloc, not by you: the serving process's pid, in its descendants' "
+	      "environment; a descendant does not serve") },
 };
 
 static const char *env_lookup(char *const *e, const char *name)
@@ -139,11 +141,6 @@ static const char *env_lookup(char *const *e, const char *name)
 		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
 			return *e + n + 1;
 	return NULL;
-}
-
-const char *ha_options_env(const char *name)
-{
-	return env_lookup(environ, name);
 }
 
 /* Decimal with an optional binary suffix: k K m M g G t T, optionally

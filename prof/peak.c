@@ -33,7 +33,6 @@
  * until the table is destroyed, which drops the copies first.
  */
 #include "prof/prof.h"
-#include "prof/session.h"
 #include <sched.h>
 #include <string.h>
 

@@ -11,8 +11,12 @@
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
  *   object_map.c   sampled object address -> bucket, size
  *   writer.c       the gperftools text format, memory map, temp+rename
- *   pprof.c        the pprof protobuf format, gzipped (pb.h: its encoders)
- *   gzip.c         the gzip of it, through zlib loaded on first use
+ *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
+ *   mappings.c     its executable mappings and their GNU build IDs
+ *   pprof_named.c  a served profile named in process (the symboliser
+ *                  plugin), in three lock steps (pprof.h: those three's)
+ *   gzip.c         the gzip of it, through zlib loaded on first use, and
+ *                  the hand-off to writer.c's temp name and rename
  *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
  *   calibrate.c    sampled estimates scaled to the books' exact totals
@@ -62,14 +66,15 @@
  * helper's pipe.  ha_prof_prefork takes all of them in the order above;
  * ha_prof_postfork releases them (parent) or re-initialises them (child).
  */
-#ifndef HA_DUMP_PROF_H
-#define HA_DUMP_PROF_H
+#ifndef HA_PROF_PROF_H
+#define HA_PROF_PROF_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
 
 #include "alloc/base.h"
+#include "alloc/debug.h"     /* HA_ASSERT */
 #include "alloc/lock.h"
 #include "alloc/log.h"
 #include "alloc/sys.h"
@@ -77,70 +82,8 @@
 
 #define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
 
-/* ---- the short locks (table, object-map stripes) ----------------------------
- * A futex lock: one compare-and-swap to take it, one exchange to drop it
- * when nobody waits (pthread_mutex_lock + unlock cost ~55 instructions, and
- * a sample and a sampled free each take one of these).  0 free, 1 held,
- * 2 held with possible waiters.  A short spin, then sleep in the kernel.
- * Not recursive; fork: the prepare handler takes them all, the child
- * re-initialises them (ha_plock_init). */
-#include <errno.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-typedef struct ha_plock { int v; } ha_plock;
-#define HA_PLOCK_INIT { 0 }
-
-static inline void ha_plock_init(ha_plock *l)
-{
-	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
-}
-
-static __attribute__((noinline, cold, unused)) void ha_plock_slow(ha_plock *l)
-{
-	for (int i = 0; i < 64; i++) {
-		int c = 0;
-		if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return;
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#else
-		__asm__ volatile("" ::: "memory");
-#endif
-	}
-	/* from here on we may be sleeping, so whoever drops it must wake */
-	int e = errno;
-	while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0)
-		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-	errno = e;
-}
-
-static __attribute__((noinline, cold, unused)) void ha_plock_wake(ha_plock *l)
-{
-	int e = errno;
-	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	errno = e;
-}
-
-static inline void ha_plock_lock(ha_plock *l)
-{
-	int c = 0;
-	ha_locks_held++;       /* alloc/lock.h: fork from a signal handler */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (HA_UNLIKELY(!__atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
-						     __ATOMIC_RELAXED)))
-		ha_plock_slow(l);
-}
-
-static inline void ha_plock_unlock(ha_plock *l)
-{
-	if (HA_UNLIKELY(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2))
-		ha_plock_wake(l);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ha_locks_held--;
-}
+/* The short locks (table, object-map stripes, peak, threshold, mappings)
+ * are ha_plock, alloc/lock.h's futex lock. */
 
 /* ---- options.c ----------------------------------------------------------- */
 /* The always-on sampling's interval when HEAP_PROFILE_SAMPLE_INTERVAL is
@@ -193,8 +136,6 @@ int ha_options_parse_signal(const char *s, int64_t *out);
 int ha_options_parse_format(const char *s, int64_t *out);
 /* 0.9, .9, 90% or 90.5% -> parts per million (0..1000000). */
 int ha_options_parse_fraction(const char *s, int64_t *out);
-/* Value of NAME in environ, or NULL (never getenv). */
-const char *ha_options_env(const char *name);
 
 /* ---- sampler.c ----------------------------------------------------------- */
 /* Next exponential distance in bytes with mean r (r <= 1: 0). */
@@ -483,8 +424,11 @@ void ha_gzip_load(void);
  * to its memory; uncompressed when zlib cannot be (or was not yet) loaded.
  * 0 or errno. */
 int ha_gzip_to(ha_out *dst, const char *data, size_t n);
+/* gzip data[0..n) into path via path.tmp + rename (ha_write_file); 0 or
+ * errno. */
+int ha_gzip_file(const char *path, const char *data, size_t n);
 
-/* ---- pprof.c ------------------------------------------------------------- */
+/* ---- pprof.c, pprof_named.c (and mappings.c; prof/pprof.h: theirs) ------ */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
@@ -602,10 +546,15 @@ void ha_prof_write_pending(void);
 uint64_t ha_prof_queued(void);
 /* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
 void ha_prof_totals(uint64_t out[2]);
+/* In use of totals t (allocated, freed). */
+static inline uint64_t ha_inuse_of(const uint64_t t[2])
+{
+	return t[0] > t[1] ? t[0] - t[1] : 0;
+}
 
 /* ---- hooks.c ---------------------------------------------------------------
- * (ha_prof_due, ha_prof_sampled, ha_prof_on_free, ha_prof_check, ...:
- * alloc/hooks.h) */
+ * (ha_prof_sample_distance, ha_prof_sampled, ha_prof_on_free,
+ * ha_prof_check, ...: alloc/hooks.h) */
 
 /* ---- usdt.c ---------------------------------------------------------------
  * (ha_prof_poll: alloc/hooks.h) */

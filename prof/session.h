@@ -1,5 +1,7 @@
 /* prof/session.h — the profiling session's shared state, for the files it
- * is split into (session.c, triggers.c, hooks.c, dump.c, naming.c) only.
+ * is split into (session.c, triggers.c, hooks.c, dump.c, naming.c) and two
+ * readers (remote.c copies it into the exported root; usdt.c reads its
+ * rate) only: tests/unit/layering.sh fails on any other includer.
  *
  * Owns the declarations of the session (ha_session), the per-thread view
  * of the countdown (ha_countdown), the books of the dumps kept on disk
@@ -82,11 +84,6 @@ extern HA_TLS HA_HIDDEN struct ha_countdown ha_countdown;
 
 /* This thread holds every lock (prefork); session.c. */
 extern HA_TLS HA_HIDDEN int ha_prof_fork_window;
-
-static inline uint64_t ha_inuse_of(const uint64_t t[2])
-{
-	return t[0] > t[1] ? t[0] - t[1] : 0;
-}
 
 /* ---- triggers.c ---------------------------------------------------------- */
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */

@@ -303,8 +303,7 @@ static HA_TLS int unwinding_here;
 
 static void gate_enter(void)
 {
-	ha_locks_held++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	ha_held_begin();
 	for (;;) {
 		__atomic_fetch_add(&unwinding, 1, __ATOMIC_SEQ_CST);
 		if (HA_LIKELY(!__atomic_load_n(&unwind_gate, __ATOMIC_SEQ_CST))) {
@@ -321,8 +320,7 @@ static void gate_leave(void)
 {
 	__atomic_fetch_sub(&unwinding, 1, __ATOMIC_RELEASE);
 	unwinding_here = 0;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ha_locks_held--;
+	ha_held_end();
 }
 
 void ha_stack_prefork(void)

@@ -172,6 +172,7 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 {
 	uint32_t skey = ha_table_size_key(req);
 	ha_bucket *b;
+	HA_ASSERT(depth >= 0 && depth <= HA_PROF_DEPTH);
 	if (HA_UNLIKELY(!heads))
 		return NULL;
 	ha_bucket **slot = &heads[h & (NHEADS - 1)];
@@ -209,6 +210,7 @@ ha_bucket *ha_table_record(const uintptr_t *pcs, int depth, size_t req)
 
 ha_bucket *ha_table_bucket(uint32_t idx)
 {
+	HA_ASSERT(byidx && idx < __atomic_load_n(&nbuckets, __ATOMIC_RELAXED));
 	return byidx[idx];
 }
 

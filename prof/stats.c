@@ -21,38 +21,8 @@
 #include <unistd.h>
 
 #include "prof/prof.h"
+#include "prof/unit.h"   /* the walk's types, shared with its unit test */
 #include "heapalloc.h"
-
-#define TOP 8
-#define PATH_CAP 200
-
-typedef struct {
-	uint64_t rss;
-	size_t len;               /* of path: compared before the bytes */
-	char path[PATH_CAP];
-} region;
-
-#define OWN_RANGES 64
-
-typedef struct {
-	uint64_t rss, anon, file_rss, shmem, swap;   /* /proc/self/status */
-	region top[TOP];
-	uint64_t stack;                               /* smaps: the main thread's [stack] */
-	uint64_t tstacks;                             /* smaps: the other threads' stacks */
-	uint64_t files;                               /* smaps: mappings of files, with
-							 * their private copies (data) */
-	uint64_t arena;                               /* smaps: mimalloc's mappings */
-	region cur;                                   /* smaps: the run being summed */
-	uint64_t anon_all;
-	int have_cur;
-	/* the mapping being read: a thread's stack is an anonymous rw-p
-	 * mapping right above an anonymous ---p guard (glibc's layout) */
-	uintptr_t prev_hi;
-	int prev_guard, in_stack, in_file, in_own;
-	/* mimalloc's mappings, whose ---p reserve is no guard */
-	uintptr_t own[OWN_RANGES][2];
-	unsigned nown;
-} proc_mem;
 
 /* The value in kB after "Name:" on line l (its length n), in bytes. */
 static uint64_t kb_field(const char *l, size_t n)
@@ -90,7 +60,7 @@ static int read_more(int fd, char *buf, size_t *have, size_t cap)
 	}
 }
 
-static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *arg)
+HA_TESTABLE void each_line(int fd, void (*fn)(const char *, size_t, void *), void *arg)
 {
 	char buf[4096];
 	size_t have = 0;
@@ -111,7 +81,7 @@ static void each_line(int fd, void (*fn)(const char *, size_t, void *), void *ar
  * page tables (smaps_rollup walks every mapping's). */
 static void status_line(const char *l, size_t n, void *arg)
 {
-	proc_mem *m = arg;
+	ha_proc_mem *m = arg;
 	if (starts(l, n, "RssAnon:"))
 		m->anon = kb_field(l, n);
 	else if (starts(l, n, "RssFile:"))
@@ -122,14 +92,14 @@ static void status_line(const char *l, size_t n, void *arg)
 		m->swap = kb_field(l, n);
 }
 
-static void keep_top(proc_mem *m, const region *r)
+HA_TESTABLE void keep_top(ha_proc_mem *m, const ha_stats_region *r)
 {
 	if (!r->rss)
 		return;
 	if (r->len == 7 && memcmp(r->path, "[stack]", 7) == 0)
 		m->stack += r->rss;
 	int low = 0;
-	for (int i = 0; i < TOP; i++) {
+	for (int i = 0; i < HA_STATS_TOP; i++) {
 		if (m->top[i].rss && m->top[i].len == r->len &&
 		    memcmp(m->top[i].path, r->path, r->len) == 0) {
 			m->top[i].rss += r->rss;     /* the same file again */
@@ -157,7 +127,7 @@ static uintptr_t hex(const char **p, const char *end)
 	return v;
 }
 
-static int owned(const proc_mem *m, uintptr_t lo, uintptr_t hi)
+static int owned(const ha_proc_mem *m, uintptr_t lo, uintptr_t hi)
 {
 	for (unsigned i = 0; i < m->nown; i++)
 		if (m->own[i][0] < hi && m->own[i][1] > lo)
@@ -183,7 +153,7 @@ static uint64_t resident(uintptr_t lo, uintptr_t hi)
 /* A mapping inside one of mimalloc's ranges counts by its Rss; one that
  * only overlaps them (the kernel merged a neighbour into it) by mincore
  * over the overlap. */
-static void note_own(proc_mem *m, uintptr_t lo, uintptr_t hi)
+static void note_own(ha_proc_mem *m, uintptr_t lo, uintptr_t hi)
 {
 	m->in_own = 0;
 	for (unsigned i = 0; i < m->nown; i++) {
@@ -199,7 +169,7 @@ static void note_own(proc_mem *m, uintptr_t lo, uintptr_t hi)
 
 /* A header's range and permissions: is it a thread's stack (after a
  * guard), or a guard?  An anonymous mapping of mimalloc's never is. */
-static void note_vma(proc_mem *m, const char *l, size_t n, int anon)
+static void note_vma(ha_proc_mem *m, const char *l, size_t n, int anon)
 {
 	const char *p = l, *end = l + n;
 	uintptr_t lo = hex(&p, end);
@@ -238,7 +208,7 @@ static int header_path(const char *l, size_t n, char *path)
 	}
 	while (p < end && *p == ' ')
 		p++;
-	size_t k = (size_t)(end - p) < PATH_CAP - 1 ? (size_t)(end - p) : PATH_CAP - 1;
+	size_t k = (size_t)(end - p) < HA_STATS_PATH_CAP - 1 ? (size_t)(end - p) : HA_STATS_PATH_CAP - 1;
 	memcpy(path, p, k);
 	path[k] = 0;
 	if (!k) {
@@ -248,10 +218,10 @@ static int header_path(const char *l, size_t n, char *path)
 	return (int)k;
 }
 
-static void smaps_line(const char *l, size_t n, void *arg)
+HA_TESTABLE void smaps_line(const char *l, size_t n, void *arg)
 {
-	proc_mem *m = arg;
-	char path[PATH_CAP];
+	ha_proc_mem *m = arg;
+	char path[HA_STATS_PATH_CAP];
 	if (n && l[0] >= 'A' && l[0] <= 'Z') {   /* a field line: only Rss matters */
 		if (m->have_cur && l[0] == 'R' && starts(l, n, "Rss:")) {
 			uint64_t v = kb_field(l, n);
@@ -300,7 +270,7 @@ static const char *field_at(const char *p, const char *end, char c, const char *
  * ~25 lines.  A kernel whose first read shows no VmFlags is read line by
  * line.  A record may be split across reads: the walk's state carries over,
  * and bytes nothing is sought in are dropped. */
-static void smaps_walk(int fd, proc_mem *m)
+HA_TESTABLE void smaps_walk(int fd, ha_proc_mem *m)
 {
 	char buf[8192];
 	size_t have = 0, s = 0;
@@ -351,13 +321,13 @@ static void smaps_walk(int fd, proc_mem *m)
 static struct {
 	pid_t pid;
 	struct timespec at;
-	region top[TOP];
+	ha_stats_region top[HA_STATS_TOP];
 	uint64_t stack, tstacks, files, arena;
 	uint64_t anon;            /* RssAnon then: a walk after a big change is stale */
 } walked;
 
 /* Counters always; *age_ms: how old the regions are (0: walked now). */
-static void read_status(proc_mem *m)
+static void read_status(ha_proc_mem *m)
 {
 	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -367,12 +337,12 @@ static void read_status(proc_mem *m)
 	m->rss = m->anon + m->file_rss + m->shmem;
 }
 
-static void read_proc(proc_mem *m, long *age_ms)
+static void read_proc(ha_proc_mem *m, long *age_ms)
 {
 	memset(m, 0, sizeof *m);
-	m->nown = ha_alloc_arena_ranges(m->own, OWN_RANGES);
-	if (m->nown > OWN_RANGES)
-		m->nown = OWN_RANGES;
+	m->nown = ha_alloc_arena_ranges(m->own, HA_STATS_OWN_RANGES);
+	if (m->nown > HA_STATS_OWN_RANGES)
+		m->nown = HA_STATS_OWN_RANGES;
 	read_status(m);
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -429,7 +399,7 @@ static void line(ha_out *o, const char *name, uint64_t v, const char *what)
  * (blocks in use never touched).  explained: the smaller of the named
  * lines' sum and RSS over the larger. */
 static void explain(ha_out *o, const heapalloc_stats *st, const ha_alloc_view *av,
-		    const ha_alloc_resident *res, const proc_mem *m)
+		    const ha_alloc_resident *res, const ha_proc_mem *m)
 {
 	uint64_t books[2], req[2];
 	ha_books(books, req);
@@ -479,7 +449,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 {
 	/* the slow walk first, then the figures that must agree, close
 	 * together: a running program moves between them */
-	proc_mem m;
+	ha_proc_mem m;
 	long age_ms;
 	read_proc(&m, &age_ms);
 	ha_alloc_resident res;
@@ -526,9 +496,9 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 		ha_out_str(o, buf);
 	}
 	/* the largest resident regions, biggest first */
-	for (int k = 0; k < TOP; k++) {
+	for (int k = 0; k < HA_STATS_TOP; k++) {
 		int best = -1;
-		for (int i = 0; i < TOP; i++)
+		for (int i = 0; i < HA_STATS_TOP; i++)
 			if (m.top[i].rss && (best < 0 || m.top[i].rss > m.top[best].rss))
 				best = i;
 		if (best < 0)

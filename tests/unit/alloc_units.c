@@ -7,6 +7,8 @@
  * and that the allocator alone serves the malloc family, every byte of
  * every block kept. */
 #include "alloc/internal.h"
+#include "alloc/bitmap.h"
+#include <pthread.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,11 +117,115 @@ static void serves_malloc(void)
 	free(a);
 }
 
+/* The huge regions' bitmaps against a bit-at-a-time reference: random runs
+ * set and cleared across word boundaries (runs of 0, 1, 63, 64, 65 and
+ * more bits), every count and every next-bit search compared. */
+static void bitmaps(void)
+{
+	enum { NB = 640 };
+	static uint64_t b[NB / 64];
+	static unsigned char ref[NB];
+	uint64_t x = 88172645463325252ull;
+	for (int round = 0; round < 4000; round++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		size_t i = (size_t)(x % NB), n = (size_t)((x >> 20) % 131);
+		if (i + n > NB)
+			n = NB - i;
+		int set = (x >> 40) & 1;
+		if (set)
+			ha_bits_set(b, i, n);
+		else
+			ha_bits_clear(b, i, n);
+		memset(ref + i, set, n);
+		for (size_t k = 0; k < NB; k++)
+			if (((b[k >> 6] >> (k & 63)) & 1) != ref[k]) {
+				CHECK_EQ((b[k >> 6] >> (k & 63)) & 1, ref[k]);
+				return;
+			}
+		size_t c = 0, j = (size_t)((x >> 30) % NB), m = (size_t)((x >> 50) % (NB - j + 1));
+		for (size_t k = j; k < j + m; k++)
+			c += ref[k];
+		CHECK_EQ(ha_bits_count(b, j, m), c);
+		for (int want = 0; want < 2; want++) {
+			size_t e = j + m, r = j;
+			while (r < e && ref[r] != want)
+				r++;
+			CHECK_EQ(ha_bits_next(b, j, e, want), r);
+		}
+	}
+}
+
+/* The thread cache's budget (alloc/thread_cache.c): a cache holds at most
+ * its share of 32 MiB among the live threads, between 64 KiB and 4 MiB,
+ * checked at every refill and overflow, so after freeing far more than
+ * that it holds no more than its share plus what one list takes between
+ * two checks (256 KiB at most); and it does keep blocks. */
+uint64_t ha_tcache_cached(const ha_tcache *tc);   /* thread_cache.c, hidden */
+
+static uint64_t tc_share(void)
+{
+	uint64_t b = ((uint64_t)32 << 20) / ha_alloc_threads();
+	return b < ((uint64_t)64 << 10) ? (uint64_t)64 << 10 : b > ((uint64_t)4 << 20) ? (uint64_t)4 << 20 : b;
+}
+
+static uint64_t fill_and_free(size_t bytes)
+{
+	static const size_t sizes[] = { 16, 48, 128, 512, 1024, 4096, 16384 };
+	size_t n = 0, cap = bytes / 16;
+	void **p = ha_raw_malloc(cap * sizeof *p);
+	REQUIRE(p != NULL);
+	for (size_t got = 0; got < bytes && n < cap; n++) {
+		size_t s = sizes[n % (sizeof sizes / sizeof *sizes)];
+		REQUIRE((p[n] = malloc(s)) != NULL);
+		got += s;
+	}
+	for (size_t k = 0; k < n; k++)
+		free(p[k]);
+	ha_raw_free(p);
+	return ha_tcache_cached(&ha_tc);
+}
+
+enum { TC_THREADS = 24 };
+static pthread_barrier_t tc_bar;
+static uint64_t tc_have[TC_THREADS], tc_limit[TC_THREADS];
+
+static void *tc_thread(void *arg)
+{
+	size_t t = (size_t)arg;
+	free(malloc(16));                      /* this thread's cache is live */
+	pthread_barrier_wait(&tc_bar);         /* all live: the share is small */
+	tc_limit[t] = tc_share();
+	tc_have[t] = fill_and_free((size_t)8 << 20);
+	pthread_barrier_wait(&tc_bar);
+	return NULL;
+}
+
+static void tcache_budget(void)
+{
+	uint64_t have = fill_and_free((size_t)64 << 20), share = tc_share();
+	CHECK_GE(have, 1);
+	CHECK_LE(have, share + (256u << 10));
+	pthread_t th[TC_THREADS];
+	REQUIRE(pthread_barrier_init(&tc_bar, NULL, TC_THREADS) == 0);
+	for (size_t t = 0; t < TC_THREADS; t++)
+		REQUIRE(pthread_create(&th[t], NULL, tc_thread, (void *)t) == 0);
+	for (size_t t = 0; t < TC_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (size_t t = 0; t < TC_THREADS; t++) {
+		CHECK_LE(tc_limit[t], ((uint64_t)32 << 20) / TC_THREADS);
+		CHECK_GE(tc_have[t], 1);
+		CHECK_LE(tc_have[t], tc_limit[t] + (256u << 10));
+	}
+	pthread_barrier_destroy(&tc_bar);
+}
+
 int main(void)
 {
 	ha_alloc_init();
 	size_classes();
 	page_map();
 	serves_malloc();
+	bitmaps();
+	tcache_budget();
 	return CHECK_DONE();
 }

@@ -1,4 +1,4 @@
-/* tests/prof_smaps.c — unit tier for prof/stats.c's walk of
+/* tests/unit/prof_smaps.c — unit tier for prof/stats.c's walk of
  * /proc/self/smaps: the walk that jumps from each mapping's header to its
  * Rss and past its VmFlags must find exactly what reading every line finds
  * (the largest resident mappings by path), whatever read boundaries split
@@ -6,17 +6,19 @@
  * every line.  The input: this process's own smaps with 120 mapped files
  * of long names, each with a known number of pages touched, saved to a
  * file and shifted by a padding line of varying length.
- * stats.c is compiled into this program; what it would write through is
- * stubbed (never called here).
+ * stats.c's test build is linked in (its statics: prof/unit.h); what it
+ * would write through is stubbed (never called here).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "prof/stats.c"
+#include "heapalloc.h"
+#include "prof/unit.h"
 #include "tests/check.h"
 
 /* stats.c's outputs, not used by the walk */
@@ -33,6 +35,10 @@ void ha_out_bytes(ha_out *o, const char *s, size_t n) { abort(); }
 void ha_out_str(ha_out *o, const char *s) { abort(); }
 void ha_out_u64(ha_out *o, uint64_t v, int width) { abort(); }
 int ha_snprintf(char *buf, size_t cap, const char *fmt, ...) { abort(); }
+void ha_alloc_view_read(ha_alloc_view *v) { abort(); }
+void ha_books(uint64_t out[2], uint64_t req[2]) { abort(); }
+int64_t ha_prof_rate(void) { abort(); }
+int ha_prof_compat(void) { abort(); }
 
 #define FILES 120
 #define PAGE 4096
@@ -40,7 +46,7 @@ int ha_snprintf(char *buf, size_t cap, const char *fmt, ...) { abort(); }
 static char dir[] = "/tmp/ha_smaps_XXXXXX";
 
 /* The top regions of file `path`: walked fast, or line by line. */
-static void top_of(const char *path, int fast, proc_mem *m)
+static void top_of(const char *path, int fast, ha_proc_mem *m)
 {
 	memset(m, 0, sizeof *m);
 	int fd = open(path, O_RDONLY);
@@ -54,9 +60,9 @@ static void top_of(const char *path, int fast, proc_mem *m)
 		keep_top(m, &m->cur);
 }
 
-static int same_top(const proc_mem *a, const proc_mem *b)
+static int same_top(const ha_proc_mem *a, const ha_proc_mem *b)
 {
-	for (int i = 0; i < TOP; i++)
+	for (int i = 0; i < HA_STATS_TOP; i++)
 		if (a->top[i].rss != b->top[i].rss || strcmp(a->top[i].path, b->top[i].path))
 			return 0;
 	return 1;
@@ -123,7 +129,7 @@ int main(void)
 
 	char file[600];
 	snprintf(file, sizeof file, "%s/smaps", dir);
-	proc_mem fast, slow;
+	ha_proc_mem fast, slow;
 	int runs = 0, differ = 0;
 	for (int strip = 0; strip < 2; strip++)
 		for (int pad = 0; pad < 400; pad++) {
@@ -132,7 +138,7 @@ int main(void)
 			top_of(file, 0, &slow);
 			if (!same_top(&fast, &slow)) {
 				fprintf(stderr, "pad %d strip %d: the walks differ\n", pad, strip);
-				for (int i = 0; i < TOP; i++)
+				for (int i = 0; i < HA_STATS_TOP; i++)
 					fprintf(stderr, "  %10llu %-40.40s  %10llu %-40.40s\n",
 						(unsigned long long)fast.top[i].rss, fast.top[i].path,
 						(unsigned long long)slow.top[i].rss, slow.top[i].path);
@@ -141,8 +147,8 @@ int main(void)
 			}
 			/* the 600-page file is among the largest, exactly */
 			int found = 0;
-			for (int i = 0; i < TOP; i++)
-				if (strncmp(fast.top[i].path, big, PATH_CAP - 1) == 0) {
+			for (int i = 0; i < HA_STATS_TOP; i++)
+				if (strncmp(fast.top[i].path, big, HA_STATS_PATH_CAP - 1) == 0) {
 					found = 1;
 					CHECK_EQ(fast.top[i].rss, (uint64_t)600 * PAGE);
 				}

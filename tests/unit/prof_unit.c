@@ -1,4 +1,4 @@
-/* tests/prof_unit.c — unit tier for prof/: the sampler's distribution, the
+/* tests/unit/prof_unit.c — unit tier for prof/: the sampler's distribution, the
  * option parsers and the stack table's size keys, compiled straight from
  * the sources (tests/prof.am) with stand-ins for the allocator's raw memory,
  * plus the object map (probe runs, deletion, growth) against a reference,

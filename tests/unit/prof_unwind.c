@@ -1,4 +1,4 @@
-/* tests/prof_unwind.c — unit tier for prof/stack.c's unwinders: every
+/* tests/unit/prof_unwind.c — unit tier for prof/stack.c's unwinders: every
  * stack the sampling hook captures must equal libunwind's own
  * unw_backtrace of the same stack, whether it was walked by the frame
  * rules, by the shared rows or by libunwind's fast trace; and a stack
@@ -8,8 +8,8 @@
  * Shapes: plain recursion (CFA from RSP), alloca of changing size (CFA
  * from RBP, learned at one size and walked at others), a frame too big
  * for a rule, a signal handler's frame, another thread.
- * stack.c and frame_rules.c are compiled into this program (their
- * statics are visible); no heapalloc allocator is used.
+ * The test builds of stack.c and frame_rules.c are linked in (learned_at:
+ * prof/unit.h); no heapalloc allocator is used.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -19,8 +19,11 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "prof/stack.c"
-#include "prof/frame_rules.c"
+#include <libunwind.h>
+#include <string.h>
+
+#include "prof/frame_rules.h"   /* the rule walk, inline */
+#include "prof/unit.h"
 #include "tests/check.h"
 
 void ha_alloc_call_back_next(void) {}
@@ -45,7 +48,7 @@ static int compared, by_rules, no_rule;
 static __attribute__((noinline)) void capture(int want_rules, int expect_none)
 {
 	void *lib[N], *hook[N], *rules[N];
-	int nh = stack_unwind(hook, N);             /* learns what it meets */
+	int nh = ha_stack_unwind(hook, N);             /* learns what it meets */
 	int nr = rule_walk_from(rules, N, __builtin_frame_address(0));
 	int nl = unw_backtrace(lib, N);
 	__asm__ volatile("" ::: "memory");

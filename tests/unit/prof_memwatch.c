@@ -1,15 +1,15 @@
-/* tests/prof_memwatch.c — unit tier for prof/memwatch.c: which limit the
+/* tests/unit/prof_memwatch.c — unit tier for prof/memwatch.c: which limit the
  * pre-OOM dump watches, read from a cgroup tree made here (v2 with
  * ancestors, v1 with a controller list, a hybrid host, "max" and v1's
  * "unlimited"), and the reason lines of the pre-OOM dump, written once.
- * memwatch.c is compiled into this program (its statics are visible), with
+ * memwatch.c's test build is linked in (its statics: prof/unit.h), with
  * stand-ins for the profiler, so no real cgroup and no allocator is used.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "prof/memwatch.c"
+#include "prof/unit.h"
 #include "tests/check.h"
 
 ha_prof_options ha_prof_opt;
@@ -81,7 +81,7 @@ int main(void)
 	put("cg/a/b/memory.max", "max\n");
 	put("cg/a/b/memory.current", "400\n");
 	discover();
-	CHECK_EQ(watch.kind, LIM_CG2);
+	CHECK_EQ(watch.kind, HA_LIM_CG2);
 	CHECK_EQ(watch.limit, 1073741824);
 	CHECK(!strcmp(usage_rel(), "/cg/a/memory.current"));
 
@@ -101,19 +101,19 @@ int main(void)
 	/* v2 at the root: nothing ("max" everywhere or no file) */
 	put("self_cgroup", "0::/\n");
 	discover();
-	CHECK_EQ(watch.kind, LIM_NONE);
+	CHECK_EQ(watch.kind, HA_LIM_NONE);
 
 	/* v1: memory in a list of controllers; "unlimited" is none */
 	put("self_cgroup", "7:pids:/\n5:cpuacct,memory:/x/y\n0::/\n");
 	put("cg/memory/x/y/memory.limit_in_bytes", "268435456\n");
 	put("cg/memory/x/y/memory.usage_in_bytes", "1234\n");
 	discover();
-	CHECK_EQ(watch.kind, LIM_CG1);
+	CHECK_EQ(watch.kind, HA_LIM_CG1);
 	CHECK_EQ(watch.limit, 268435456);
 	CHECK(!strcmp(usage_rel(), "/cg/memory/x/y/memory.usage_in_bytes"));
 	put("cg/memory/x/y/memory.limit_in_bytes", "9223372036854771712\n");
 	discover();
-	CHECK_EQ(watch.kind, LIM_NONE);
+	CHECK_EQ(watch.kind, HA_LIM_NONE);
 
 	/* hybrid host: v2 under cg/unified, smaller than the v1 limit */
 	put("cg/memory/x/y/memory.limit_in_bytes", "268435456\n");
@@ -121,7 +121,7 @@ int main(void)
 	put("cg/unified/u/memory.max", "134217728\n");
 	put("cg/unified/u/memory.current", "7\n");
 	discover();
-	CHECK_EQ(watch.kind, LIM_CG2);
+	CHECK_EQ(watch.kind, HA_LIM_CG2);
 	CHECK_EQ(watch.limit, 134217728);
 	CHECK(!strcmp(usage_rel(), "/cg/unified/u/memory.current"));
 
@@ -139,7 +139,7 @@ int main(void)
 	watch.oom_done = 0;
 	oom_check(0, 130000000);
 	CHECK(!strcmp(reasons[1], "RSS 123 MB, 96% of the cgroup limit 128 MB"));
-	watch.kind = LIM_AS;
+	watch.kind = HA_LIM_AS;
 	watch.oom_done = 0;
 	oom_check(125000000, 0);
 	CHECK(!strcmp(reasons[2], "address space 119 MB, 93% of RLIMIT_AS 128 MB"));
