@@ -1,7 +1,7 @@
 /* prof/session.h — the profiling session's shared state, for the files it
  * is split into (session.c, triggers.c, hooks.c, dump.c, naming.c) and two
- * readers (remote.c copies it into the exported root; usdt.c reads its
- * rate) only: tests/unit/layering.sh fails on any other includer.
+ * readers (remote.c copies it into the exported root; usdt.c reads whether it
+ * runs) only: tests/unit/layering.sh fails on any other includer.
  *
  * Owns the declarations of the session (ha_session), the per-thread view
  * of the countdown (ha_countdown), the books of the dumps kept on disk
