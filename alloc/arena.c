@@ -211,15 +211,17 @@ static int cache_put(uintptr_t base, size_t bytes)
 /* A kept block for a request of need bytes (header included), copied to
  * *out (its record goes back to the free records): the newest
  * hot one of the smallest bin that surely fits, else a cold one; bins up to
- * 3 above the request's (~1.5x at most), so that mimalloc's own rounding
- * (4 sizes per power of two) still finds the block it made.  The request's
- * own bin may hold smaller blocks: only its head is looked at. */
+ * 8 above the request's (2x at most): mimalloc rounds its own sizes up
+ * (4 a power of two, and from 512 KiB to whole MiB: 640 KiB becomes 1 MiB,
+ * so a block freed by a loop that asks 640 KiB is 3 bins too big for it).
+ * The request's own bin may hold smaller blocks: only its head is looked
+ * at. */
 static int cache_take(size_t need, lrec *out, int *cold)
 {
 	unsigned lo = bin_of(need);
 	if (lo >= LBINS)
 		return 0;
-	unsigned hi = lo + 3 < LBINS ? lo + 3 : LBINS - 1;
+	unsigned hi = lo + 8 < LBINS ? lo + 8 : LBINS - 1;
 	lrec *r = NULL;
 	ha_lock(&large_lock);
 	for (unsigned i = lo; i <= hi && !r; i++)

@@ -1,8 +1,8 @@
 /* alloc/central.c — the middle-end: one central cache per size class.
  *
  * Each class has a lock, a transfer cache of whole batches (a thread cache
- * that overflows hands a batch over and another thread's refill takes it in
- * O(1)), and the list of spans that still hold free objects.  Objects that
+ * that overflows hands batches over and another thread's refill takes them,
+ * linked through their kept tails, in O(batches)), and the list of spans that still hold free objects.  Objects that
  * do not fit the transfer cache go back to their span (found through the
  * page map); a span whose objects are all back returns to mimalloc, except
  * that each class keeps one empty span to avoid thrashing.
@@ -36,7 +36,9 @@
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
 #define SPAN_DECAY_MS HA_DECAY_MS
 
-#define TRANSFER_SLOTS 64
+/* A thread moves up to HA_MOVE_BATCHES batches under one lock hold, so a
+ * class's slots hold a few such moves. */
+#define TRANSFER_SLOTS 128
 /* Empty spans a class keeps before handing them to the pool: refilling
  * from a kept span costs no page-map update. */
 #define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
@@ -50,6 +52,7 @@ typedef struct central {
 	pthread_mutex_t lock;
 	unsigned nbatches;
 	void *batches[TRANSFER_SLOTS];
+	void *tails[TRANSFER_SLOTS];   /* each batch's last object: batches link in O(1) */
 	ha_span *partial;        /* spans with free or uncarved objects */
 	uint64_t nspans;
 	uint64_t free_objs;      /* in spans and batches */
@@ -446,13 +449,23 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 	central *c = &centrals[cls];
 	unsigned got = 0;
 	*head = NULL;
+	unsigned batch = ha_class_batch[cls];
 	ha_lock(&c->lock);
-	if (want == ha_class_batch[cls] && c->nbatches) {
-		*head = c->batches[--c->nbatches];
-		c->free_objs -= want;
-		__atomic_fetch_sub(&transfer_bytes, (uint64_t)want * ha_class_size[cls], __ATOMIC_RELAXED);
+	if (want >= batch && c->nbatches) {
+		/* whole batches, linked through their tails */
+		unsigned k = want / batch < c->nbatches ? want / batch : c->nbatches;
+		void *h = NULL;
+		for (unsigned i = 0; i < k; i++) {
+			c->nbatches--;
+			*(void **)c->tails[c->nbatches] = h;
+			h = c->batches[c->nbatches];
+		}
+		*head = h;
+		got = k * batch;
+		c->free_objs -= got;
+		__atomic_fetch_sub(&transfer_bytes, (uint64_t)got * ha_class_size[cls], __ATOMIC_RELAXED);
 		ha_unlock(&c->lock);
-		return want;
+		return got;
 	}
 	for (;;) {
 		got += take_from_spans(c, cls, want - got, head);
@@ -514,24 +527,42 @@ static void release_dead(ha_span *dead)
 	}
 }
 
-void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans)
+void ha_central_release(unsigned cls, void *head)
 {
 	central *c = &centrals[cls];
 	ha_span *dead = NULL;
 	ha_lock(&c->lock);
-	uint64_t bytes = (uint64_t)n * ha_class_size[cls];
-	if (!to_spans && n == ha_class_batch[cls] && c->nbatches < TRANSFER_SLOTS &&
-	    __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES) {
-		c->batches[c->nbatches++] = head;
-		c->free_objs += n;
-		__atomic_fetch_add(&transfer_bytes, bytes, __ATOMIC_RELAXED);
-		ha_unlock(&c->lock);
-		return;
-	}
 	while (head) {
 		void *next = *(void **)head;
 		to_span(c, head, &dead);
 		head = next;
+	}
+	ha_unlock(&c->lock);
+	release_dead(dead);
+}
+
+void ha_central_release_batches(unsigned cls, void **heads, void **tails, unsigned k)
+{
+	central *c = &centrals[cls];
+	unsigned batch = ha_class_batch[cls];
+	uint64_t bytes = (uint64_t)batch * ha_class_size[cls];
+	ha_span *dead = NULL;
+	unsigned i = 0;
+	ha_lock(&c->lock);
+	for (; i < k && c->nbatches < TRANSFER_SLOTS &&
+	       __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES; i++) {
+		*(void **)tails[i] = NULL;   /* drain() walks a batch to its end */
+		c->batches[c->nbatches] = heads[i];
+		c->tails[c->nbatches++] = tails[i];
+		c->free_objs += batch;
+		__atomic_fetch_add(&transfer_bytes, bytes, __ATOMIC_RELAXED);
+	}
+	for (; i < k; i++) {   /* no room: to their spans */
+		*(void **)tails[i] = NULL;
+		for (void *o = heads[i], *next; o; o = next) {
+			next = *(void **)o;
+			to_span(c, o, &dead);
+		}
 	}
 	ha_unlock(&c->lock);
 	release_dead(dead);

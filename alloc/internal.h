@@ -271,10 +271,15 @@ void ha_huge_postfork(int child);
 /* ---- central.c ------------------------------------------------------------ */
 /* Fill up to `want` objects into a NULL-terminated list; returns count. */
 unsigned ha_central_fetch(unsigned cls, unsigned want, void **head);
-/* Give back a NULL-terminated list of n objects of class cls.  to_spans:
- * skip the transfer cache (the giver will not want them back soon: a
- * thread exiting or trimming), so their spans can empty and go. */
-void ha_central_release(unsigned cls, void *head, unsigned n, int to_spans);
+/* Give back a NULL-terminated list of objects of class cls to their
+ * spans (a thread exiting or trimming, or a part of a batch: the spans
+ * can empty and go). */
+void ha_central_release(unsigned cls, void *head);
+/* Give back k whole batches of cls, batch i running heads[i] .. tails[i]
+ * (its tail's link is overwritten): into the transfer cache while it has
+ * room, the rest to their spans.  One lock hold. */
+#define HA_MOVE_BATCHES 8
+void ha_central_release_batches(unsigned cls, void **heads, void **tails, unsigned k);
 void ha_central_trim(void);
 void ha_central_release_all(void);      /* trim + cold spans' address space */
 void ha_central_thread_exited(void);   /* drains transfer batches past 1 MiB */

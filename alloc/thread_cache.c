@@ -3,9 +3,11 @@
  * The fast paths (pop in malloc, push in free) live in entry.c as inline
  * code on ha_tc, an initial-exec TLS struct: no lock, no atomic.  This file
  * has their slow paths:
- *   refill    an empty list takes up to `max` objects (at most one batch)
- *             from the central cache;
- *   overflow  a list longer than its max gives one batch back;
+ *   refill    an empty list takes objects from the central cache: up to
+ *             `max` below a batch, else whole batches, half of `max`
+ *             and at most HA_MOVE_BATCHES, under one lock hold;
+ *   overflow  a list longer than its max gives back as many (whole
+ *             batches, or what it holds below one);
  *   slow start  max starts at 0, a class's first refill sets it to 1 and
  *             each refill or overflow doubles it up to 4 batches (64 KiB),
  *             so a thread that allocates little — above all one whose
@@ -22,7 +24,9 @@
  *   growth    past that, a list that runs empty again grows by a batch,
  *             up to 2048 objects or 256 KiB, while the cache's maxes stay
  *             within half its budget: bursts of hundreds of blocks of one
- *             class then fit in the list;
+ *             class then fit in the list; one that overflows again grows
+ *             so too, up to 2 x HA_MOVE_BATCHES batches (a thread that
+ *             frees what another allocates then hands them over in bulk);
  *   budget    when the whole cache holds more than its share of
  *             HA_TC_TOTAL (divided among live threads, between 64 KiB and
  *             4 MiB), checked on every refill and overflow, every list gives back half — so 64 threads keep about
@@ -144,6 +148,16 @@ static inline uint32_t dyn_cap(unsigned cls)
 
 static void enforce_budget(ha_tcache *tc);
 
+/* Objects a refill takes, or an overflow gives back, at once: whole
+ * batches, half the list's max, at most HA_MOVE_BATCHES of them (one lock
+ * hold for what took one per batch: a thread that only allocates or only
+ * frees a class, fed by another, moves its blocks in bulk). */
+static inline unsigned move_objs(const ha_tcache *tc, unsigned cls)
+{
+	uint32_t b = ha_class_batch[cls], k = tc->max[cls] / (2 * b);
+	return b * (k < 1 ? 1 : k > HA_MOVE_BATCHES ? HA_MOVE_BATCHES : k);
+}
+
 /* Blocks given back ran out the freed-bytes budget: check the thresholds,
  * now that the cache and the books agree again. */
 static inline void check_frees(ha_tcache *tc)
@@ -183,6 +197,20 @@ static void grow_on_empty(ha_tcache *tc, unsigned cls)
 		set_max(tc, cls, old + b);
 }
 
+/* The list overflowed past slow start: a batch more while the list is
+ * short of moving HA_MOVE_BATCHES at once (a thread that frees what
+ * another allocates gives back in bulk), within dyn_cap and the budget.
+ * Nonzero when it grew (the list then fits again). */
+static int grow_on_full(ha_tcache *tc, unsigned cls)
+{
+	uint32_t old = tc->max[cls], b = ha_class_batch[cls];
+	uint32_t cap = 2 * HA_MOVE_BATCHES * b < dyn_cap(cls) ? 2 * HA_MOVE_BATCHES * b : dyn_cap(cls);
+	if (old + b > cap || tc->max_bytes + (uint64_t)b * ha_class_size[cls] > budget() / 2)
+		return 0;
+	set_max(tc, cls, old + b);
+	return 1;
+}
+
 void *ha_tcache_refill(uintptr_t key, size_t n)
 {
 	unsigned cls = ha_tl_key_class(key);
@@ -204,7 +232,7 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 	if (tc->state == 1) {
 		if (tc->max[cls] == 0)
 			set_max(tc, cls, 1);
-		want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : ha_class_batch[cls];
+		want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : move_objs(tc, cls);
 	}
 	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
 	void *head;
@@ -233,7 +261,9 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 	return p;
 }
 
-/* Give back `count` objects from the front of l. */
+/* Give back `count` objects from the front of l: to their spans, or
+ * (!to_spans: count a multiple of the batch) as whole batches to the
+ * transfer cache. */
 static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 {
 	if (!count)
@@ -245,13 +275,27 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 		tc->free_check -= bytes;      /* checked when the slow path ends */
 	}
 	ha_books_net(tc, -bytes);
+	l->room += (int32_t)count;
+	if (!to_spans) {
+		void *heads[HA_MOVE_BATCHES], *tails[HA_MOVE_BATCHES], *o = l->head;
+		unsigned batch = ha_class_batch[cls], k = count / batch;
+		for (unsigned b = 0; b < k; b++) {
+			heads[b] = o;
+			for (unsigned i = 1; i < batch; i++)
+				o = *(void **)o;
+			tails[b] = o;
+			o = *(void **)o;
+		}
+		l->head = o;
+		ha_central_release_batches(cls, heads, tails, k);
+		return;
+	}
 	void *head = l->head, *tail = head;
 	for (unsigned i = 1; i < count; i++)
 		tail = *(void **)tail;
 	l->head = *(void **)tail;
 	*(void **)tail = NULL;
-	l->room += (int32_t)count;
-	ha_central_release(cls, head, count, to_spans);
+	ha_central_release(cls, head);
 }
 
 /* Over its share of the total budget, the cache gives back half of every
@@ -310,9 +354,14 @@ void ha_tcache_overflow(uintptr_t key)
 			grow(tc, cls);         /* slow start: keep more before giving back */
 			if (l->room >= 0)
 				return;
+		} else if (grow_on_full(tc, cls)) {
+			return;
 		}
-		uint32_t len = ha_tl_len(tc, cls);
-		give_back(l, cls, len < batch ? len : batch, 0);
+		uint32_t len = ha_tl_len(tc, cls), n = move_objs(tc, cls);
+		if (len < batch)
+			give_back(l, cls, len, 1);
+		else
+			give_back(l, cls, n <= len ? n : len / batch * batch, 0);
 	}
 	enforce_budget(tc);
 	ha_books_sync(tc);
