@@ -493,6 +493,7 @@ static void to_span(central *c, void *o, ha_span **dead)
 	ha_span *s = ha_pagemap_get(o);
 	if (HA_UNLIKELY(!s || s->cls != (uint32_t)(c - centrals)))
 		ha_fatal("free(): object returned to the wrong size class", o);
+	HA_ASSERT(s->nfree < s->carved);   /* a block more free than carved: freed twice */
 	*(void **)o = s->freelist;
 	s->freelist = o;
 	s->nfree++;
@@ -548,6 +549,7 @@ void ha_central_release_batches(unsigned cls, void **heads, void **tails, unsign
 	uint64_t bytes = (uint64_t)batch * ha_class_size[cls];
 	ha_span *dead = NULL;
 	unsigned i = 0;
+	HA_ASSERT(k <= HA_MOVE_BATCHES);
 	ha_lock(&c->lock);
 	for (; i < k && c->nbatches < TRANSFER_SLOTS &&
 	       __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES; i++) {

@@ -41,6 +41,38 @@ extern const char ha_operators_anchor;
 __attribute__((used)) static const char *const ha_keep_operators = &ha_operators_anchor;
 
 /* ------------------------------------------------------------------ */
+/* fast paths: first, as they are what runs; what they call is below    */
+
+static HA_NOINLINE void *malloc_due(size_t n, int64_t c);
+static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero);
+static HA_NOINLINE void free_odd(ha_span *s, void *p);
+
+/* malloc's body, for operator new too. */
+static inline void *alloc_fast(size_t n)
+{
+	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
+		uintptr_t key = ha_tl_key(0) + ha_class_tab[(n + 15) >> 4];
+		int64_t c = ha_tl_of_key(key)->size;
+		if (HA_LIKELY(ha_countdown_take_seg(&ha_tc_seg()->sample_left, c)))
+			return ha_pop_at(key, n);
+		return malloc_due(n, c);
+	}
+	return alloc_slow(n, 0, 0);
+}
+
+/* free of p, small or not: a big block, NULL and an invalid pointer take
+ * the odd path, as their page has no span (ha_pm.nospan). */
+static inline void free_fast(void *p)
+{
+	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
+	if (HA_UNLIKELY(!ha_plain_start(s, p))) {
+		free_odd(s, p);
+		return;
+	}
+	ha_push_at(s->tl_key, p);
+}
+
+/* ------------------------------------------------------------------ */
 /* blocks                                                               */
 
 unsigned ha_aligned_class(size_t n, size_t align)
@@ -237,22 +269,6 @@ static HA_NOINLINE void *malloc_due(size_t n, int64_t c)
 	return alloc_slow(n, 0, 0);
 }
 
-/* ------------------------------------------------------------------ */
-/* fast paths                                                           */
-
-/* malloc's body, for operator new too. */
-static inline void *alloc_fast(size_t n)
-{
-	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
-		uintptr_t key = ha_tl_key(0) + ha_class_tab[(n + 15) >> 4];
-		int64_t c = ha_tl_of_key(key)->size;
-		if (HA_LIKELY(ha_countdown_take_seg(&ha_tc_seg()->sample_left, c)))
-			return ha_pop_at(key, n);
-		return malloc_due(n, c);
-	}
-	return alloc_slow(n, 0, 0);
-}
-
 /* free of a big block (or NULL, or an invalid pointer: aborts). */
 static HA_NOINLINE void free_big(void *p)
 {
@@ -289,18 +305,6 @@ static HA_NOINLINE void free_odd(ha_span *s, void *p)
 	if (HA_UNLIKELY((uintptr_t)p >> 48))
 		ha_fatal("free(): invalid pointer", p);
 	ha_compat_free_small(s, p);
-}
-
-/* free of p, small or not: a big block, NULL and an invalid pointer take
- * the odd path, as their page has no span (ha_pm.nospan). */
-static inline void free_fast(void *p)
-{
-	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
-	if (HA_UNLIKELY(!ha_plain_start(s, p))) {
-		free_odd(s, p);
-		return;
-	}
-	ha_push_at(s->tl_key, p);
 }
 
 void *ha_alloc(size_t n)

@@ -279,6 +279,7 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 	if (!to_spans) {
 		void *heads[HA_MOVE_BATCHES], *tails[HA_MOVE_BATCHES], *o = l->head;
 		unsigned batch = ha_class_batch[cls], k = count / batch;
+		HA_ASSERT(k * batch == count && k <= HA_MOVE_BATCHES);   /* whole batches only */
 		for (unsigned b = 0; b < k; b++) {
 			heads[b] = o;
 			for (unsigned i = 1; i < batch; i++)

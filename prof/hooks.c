@@ -24,9 +24,10 @@
 
 HA_TLS struct ha_countdown ha_countdown;
 
-/* Inlined into ha_prof_on_alloc so that the unwinder is called from the
- * hook's own frame (prof/prof.h, stack capture).  kept: the allocator keeps
- * the record (the bucket's index + 1 goes there), else the object map. */
+/* Inlined into ha_prof_sampled and ha_prof_sampled_kept so that the
+ * unwinder is called from the hook's own frame (prof/prof.h, stack
+ * capture).  kept: the allocator keeps the record (the bucket's index + 1
+ * goes there), else the object map. */
 static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled,
 								uint32_t *kept)
 {

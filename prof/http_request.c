@@ -104,7 +104,7 @@ void ha_http_serve_now(slot *s, int debug)
 		ha_unlock(&ha_prof_dump_lock);
 		ha_prof_busy = busy;
 	} else {
-		/* names filled in (prof/names.c); it takes the dump lock itself */
+		/* names filled in (prof/sym_loader.c); it takes the dump lock itself */
 		ha_pprof_how how = { s->what == ALLOCS, 0, 0 };
 		int e = ha_pprof_mem_named(&o, ha_prof_rate(), NULL, &how);
 		running = e != ENOENT;

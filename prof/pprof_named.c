@@ -1,5 +1,5 @@
 /* prof/pprof_named.c — a served profile with names: every location looked
- * up in the symboliser plugin (prof/names.c loads it; prof/sym_abi.h), its
+ * up in the symboliser plugin (prof/sym_loader.c loads it; prof/sym_abi.h), its
  * function, file:line and inlined frames written with it, innermost first,
  * and each mapping's has_* flags saying what its locations carry.  Dumps
  * written to files carry addresses only (heapalloc-symbolize names them

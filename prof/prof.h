@@ -17,7 +17,7 @@
  *                  plugin), in three lock steps (pprof.h: those three's)
  *   gzip.c         the gzip of it, through zlib loaded on first use, and
  *                  the hand-off to writer.c's temp name and rename
- *   names.c        loading the symboliser plugin libheapalloc-sym.so, which
+ *   sym_loader.c   loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
  *   calibrate.c    sampled estimates scaled to the books' exact totals
  *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
@@ -40,7 +40,7 @@
  *                  the table and the books (root.h: its layout)
  *
  * Synchronization (lock order, outermost first):
- *   names lock (names.c; one named profile at a time: held across the
+ *   names lock (sym_loader.c; one named profile at a time: held across the
  *               plugin's calls, which allocate through the public malloc
  *               and read files, with none of the locks below held; not
  *               taken at fork: a child whose parent held it forgets the
@@ -442,14 +442,14 @@ typedef struct ha_pprof_how {
 /* The profile of set's lines (NULL: the live table; how may be NULL)
  * appended gzipped to gz, a memory sink (fd -1; ha_dump_mem memory, so the
  * caller raw-frees gz->buf), with function names, file:line and inlined
- * frames filled in (libheapalloc-sym.so, loaded by prof/names.c; addresses
+ * frames filled in (libheapalloc-sym.so, loaded by prof/sym_loader.c; addresses
  * only when it cannot be loaded, or under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
  * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
  * from the helper thread or an API call, never inside malloc.  0, ENOENT
  * when profiling is off, or errno. */
 int ha_pprof_mem_named(ha_out *gz, int64_t r, const ha_lineset *set, const ha_pprof_how *how);
 
-/* ---- names.c ------------------------------------------------------------- */
+/* ---- sym_loader.c ------------------------------------------------------ */
 /* The symboliser plugin's lock: held around every call into it, taken
  * before ha_prof_dump_lock and never while holding an allocator lock. */
 void ha_names_lock(void);

@@ -1,4 +1,4 @@
-/* prof/names.c — the symboliser plugin: finding and loading
+/* prof/sym_loader.c — the symboliser plugin: finding and loading
  * libheapalloc-sym.so (prof/sym_abi.h), and the lock its calls run under.
  *
  * libdw is the plugin's dependency, never libheapalloc's: the plugin is
