@@ -69,6 +69,22 @@ def _has_cap_ptrace():
     return bool(caps) and int(caps[0], 16) & (1 << 19) != 0
 
 
+def _yama_scope():
+    """kernel.yama.ptrace_scope, 0 without Yama."""
+    try:
+        with open('/proc/sys/kernel/yama/ptrace_scope') as f:
+            return int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _same_pid_ns(pid):
+    try:
+        return os.readlink(_proc(pid, 'ns', 'pid')) == os.readlink('/proc/self/ns/pid')
+    except OSError:
+        return True
+
+
 def permission_error(pid, e):
     """Which rule refused: the user, Yama's ptrace_scope or the container."""
     uid = _status_field(pid, 'Uid')
@@ -78,22 +94,16 @@ def permission_error(pid, e):
         return ProcError('permission denied reading process %d: it runs as uid %s, you are '
                          'uid %d (reading needs the same user, or CAP_SYS_PTRACE)'
                          % (pid, uid[1], me))
-    try:
-        with open('/proc/sys/kernel/yama/ptrace_scope') as f:
-            scope = int(f.read().strip() or 0)
-    except (OSError, ValueError):
-        scope = 0
-    if scope >= 1 and not cap:
+    scope = _yama_scope()
+    if scope == 3 or (scope >= 1 and not cap):   # 3: not even CAP_SYS_PTRACE
         return ProcError('permission denied reading process %d: Yama ptrace_scope is %d, '
-                         'which allows %s (sysctl kernel.yama.ptrace_scope=0, or '
-                         'CAP_SYS_PTRACE)' % (pid, scope, 'only a parent to read its '
-                                              'descendants' if scope == 1 else 'no reader'
-                                              if scope == 3 else 'only CAP_SYS_PTRACE'))
-    try:
-        same_ns = os.readlink(_proc(pid, 'ns', 'pid')) == os.readlink('/proc/self/ns/pid')
-    except OSError:
-        same_ns = True
-    where = ('a container (another PID namespace)' if not same_ns else
+                         'which allows %s' % (pid, scope,
+                                              'only a parent to read its descendants '
+                                              '(sysctl kernel.yama.ptrace_scope=0, or '
+                                              'CAP_SYS_PTRACE)' if scope == 1 else
+                                              'no reader until reboot' if scope == 3 else
+                                              'only CAP_SYS_PTRACE'))
+    where = ('a container (another PID namespace)' if not _same_pid_ns(pid) else
              'the container or security module (seccomp, AppArmor, SELinux), or the '
              'process is not dumpable (setuid)')
     return ProcError('permission denied reading process %d: refused by %s (%s)'
