@@ -6,7 +6,7 @@
  * malloc_trim and mallinfo2 and makes huge blocks; the child also calls
  * malloc_trim and mallinfo2.
  * A child that deadlocks on a lock held at fork time is killed by its own
- * alarm (SIGALRM) and reported; the whole test has a 60 s alarm too. */
+ * alarm (SIGALRM) and reported; the whole test has a 300 s alarm too. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -148,7 +148,7 @@ static void *fork_from_thread(void *arg)
 int main(void)
 {
 	pthread_t t[BUSY];
-	alarm(60);
+	alarm(300);   /* a hang detector: 200 forks of a big, busy process take 20-90 s on 2 loaded cores */
 	pthread_atfork(at_prepare, at_parent, at_child);
 	for (long i = 0; i < BUSY; i++)
 		if (pthread_create(&t[i], NULL, busy, (void *)i))
