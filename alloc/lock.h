@@ -30,7 +30,8 @@ static inline void ha_held_begin(void)
 
 static inline void ha_held_end(void)
 {
-	HA_ASSERT(ha_locks_held > 0);
+	/* no HA_ASSERT(ha_locks_held > 0): fork's parent side unlocks from
+	 * a count prefork zeroed (init.c), then zeroes it again */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ha_locks_held--;
 }

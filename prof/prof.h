@@ -562,6 +562,9 @@ static inline uint64_t ha_inuse_of(const uint64_t t[2])
  * nonzero (never in a build without <sys/sdt.h>, HA_USDT 0).  Called on
  * sampled paths only. */
 extern HA_HIDDEN volatile unsigned short *const ha_usdt_sem[2];
+#ifndef HA_USDT
+#define HA_USDT 0     /* a build outside configure's flags (the fuzzers) */
+#endif
 static inline int ha_usdt_alloc_on(void)
 {
 	return HA_USDT && *ha_usdt_sem[0];
