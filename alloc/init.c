@@ -59,8 +59,7 @@ static void prefork(void)
 	ha_pagemap_prefork();
 	ha_meta_prefork();
 	ha_mmap_prefork();
-	ha_locks_held = 0;   /* the fork window is fork_locked, not held locks */
-	fork_locked = 1;
+	fork_locked = 1;   /* the count stays: the parent's unlocks take it back to 0 */
 }
 
 static void postfork(int child)
@@ -89,8 +88,7 @@ static void postfork(int child)
 			_IO_list_unlock();
 		fork_took_io = 0;
 	}
-	if (!child)
-		ha_locks_held = 0;
+	HA_ASSERT(child || ha_locks_held == 0);   /* every prefork lock dropped */
 	fork_locked = 0;
 out:
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -30,8 +30,7 @@ static inline void ha_held_begin(void)
 
 static inline void ha_held_end(void)
 {
-	/* no HA_ASSERT(ha_locks_held > 0): fork's parent side unlocks from
-	 * a count prefork zeroed (init.c), then zeroes it again */
+	HA_ASSERT(ha_locks_held > 0);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ha_locks_held--;
 }
