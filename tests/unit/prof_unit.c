@@ -255,11 +255,57 @@ static void objmap_and_table(void)
 	ha_objmap_free_kept(0x7e0000000000ull, 0, 112, session_now);
 }
 
+/* The chain heads start at 1 Ki (8 KiB) and double as buckets come: a few
+ * stacks hold a few pages, and every bucket is still found after each
+ * doubling. */
+static void table_grows(void)
+{
+	enum { NS = 5000 };
+	static ha_bucket *b[NS];
+	uint64_t buckets, mem, drops;
+	REQUIRE(ha_table_init() == 0);
+	ha_table_lock();
+	uintptr_t pcs[2] = { 0, 0x5000 };
+	for (int i = 0; i < 10; i++) {
+		pcs[0] = 0x10000 + (uintptr_t)i * 64;
+		b[i] = ha_table_record(pcs, 2, 64);
+	}
+	ha_table_unlock();
+	ha_table_stats(&buckets, &mem, &drops);
+	CHECK_EQ(buckets, 10);
+	CHECK_LE(mem, 64 * 1024 + 8192 + 4096);   /* a chunk, the first heads, the index */
+	ha_table_lock();
+	for (int i = 10; i < NS; i++) {
+		pcs[0] = 0x10000 + (uintptr_t)i * 64;
+		b[i] = ha_table_record(pcs, 2, 64);
+		REQUIRE(b[i] != NULL);
+	}
+	int found = 0;
+	for (int i = 0; i < NS; i++) {
+		pcs[0] = 0x10000 + (uintptr_t)i * 64;
+		found += ha_table_find(ha_table_hash(pcs, 2, 64), pcs, 2, 64) == b[i];
+		found += ha_table_record(pcs, 2, 64) == b[i];   /* counted again, no new bucket */
+	}
+	ha_table_unlock();
+	CHECK_EQ(found, 2 * NS);
+	ha_table_stats(&buckets, &mem, &drops);
+	CHECK_EQ(buckets, NS);
+	/* heads of 1, 2, 4 and 8 Ki (5000 buckets) = 120 KiB, all counted */
+	CHECK_GE(mem, (uint64_t)(8 + 16 + 32 + 64) * 1024);
+	CHECK_EQ(b[7]->alloc_count, 2);
+	ha_table_lock();
+	ha_objmap_lock_all();
+	ha_table_destroy();
+	ha_objmap_unlock_all();
+	ha_table_unlock();
+}
+
 int main(void)
 {
 	sampler();
 	options();
 	size_keys();
 	objmap_and_table();
+	table_grows();
 	return CHECK_DONE();
 }
