@@ -65,7 +65,7 @@ void ha_frame_rules_init(void)
 
 static struct slot slot_store[(2u << LAST_BITS) - (1u << FIRST_BITS)];
 #define TAB(g) { slot_store + (1u << (FIRST_BITS + (g))) - (1u << FIRST_BITS), \
-		 64 - (FIRST_BITS + (g)), (1u << (FIRST_BITS + (g))) - 1 }
+		 (1u << (FIRST_BITS + (g))) - 1 }
 static const struct frame_tab tabs[NGENS] = { TAB(0), TAB(1), TAB(2), TAB(3), TAB(4), TAB(5),
 					       TAB(6) };
 _Static_assert(NGENS == 7, "one TAB(g) a size");

@@ -29,9 +29,10 @@ enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
  * the index of its DWARF row in frame_rules.c, NO_ROW for none. */
 struct rule { int16_t cfa_off, rbp_off; uint8_t kind, pad; uint16_t row; };
 struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
-/* One size of the table: its slots and the shift that makes a slot's index
- * of an IP's hash. */
-struct frame_tab { struct slot *slots; unsigned shift, mask; };
+/* One size of the table: its slots, and the mask that takes a slot's index
+ * from the top LAST_BITS bits of an IP's hash (a fixed shift: one
+ * instruction less a frame than a shift by the size). */
+struct frame_tab { struct slot *slots; uintptr_t mask; };
 /* The table in use (frame_rules.c says how it is filled and grown): slot i
  * holds one IP's rule, published by its ip (release), never changed after.
  * A table replaced by a larger one stays as it was for readers that still
@@ -45,7 +46,7 @@ static inline const struct frame_tab *ha_frame_tab_now(void)
 
 static inline unsigned ha_frame_slot_of(const struct frame_tab *t, uintptr_t ip)
 {
-	return (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> t->shift);
+	return (unsigned)(((ip * 0x9e3779b97f4a7c15ull) >> (64 - LAST_BITS)) & t->mask);
 }
 
 static inline const struct slot *ha_frame_slot_in(const struct frame_tab *t, uintptr_t ip)
@@ -78,7 +79,7 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 {
 	const struct frame_tab *t = ha_frame_tab_now();
 	const struct slot *slots = t->slots;
-	unsigned shift = t->shift;
+	uintptr_t mask = t->mask;
 	uintptr_t ip = w->ip, sp = w->sp, bp = w->bp;
 	int n = w->n, st = WALK_DONE;
 	if (HA_UNLIKELY(n >= size))
@@ -88,7 +89,7 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 		if (HA_UNLIKELY(n >= size))
 			break;            /* the last frame kept needs no rule */
 		/* the slot: nearly always the first probed */
-		const struct slot *s = &slots[(ip * 0x9e3779b97f4a7c15ull) >> shift];
+		const struct slot *s = &slots[((ip * 0x9e3779b97f4a7c15ull) >> (64 - LAST_BITS)) & mask];
 		if (HA_UNLIKELY(__atomic_load_n(&s->ip, __ATOMIC_ACQUIRE) != ip) &&
 		    !(s = ha_frame_slot_in(t, ip))) {
 			n--;
