@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -300,6 +301,57 @@ static void table_grows(void)
 	ha_table_unlock();
 }
 
+/* Four threads count the same 10,000 stacks, each new to the table when
+ * the first thread meets it, as the sampling hook does (the lock-free find
+ * under a stripe lock, else the table lock): the heads double four times
+ * under finders, and still every stack gets one bucket, counted 4 times. */
+enum { NT = 4, PER = 2500 };
+
+static void *counter(void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	for (uintptr_t i = 0; i < PER; i++)
+		for (uintptr_t k = 0; k < NT; k++) {
+			uintptr_t t = (me + k) % NT;      /* its own first, then the others' */
+			uintptr_t pcs[2] = { 0x100000 + (t * PER + i) * 16, 0x7000 };
+			uint64_t h = ha_table_hash(pcs, 2, 64);
+			uint32_t idx;
+			if (ha_objmap_count(0x7d0000000000ull + i * 16, h, pcs, 2, 64, &idx) < 0) {
+				ha_table_lock();
+				ha_table_record_hashed(h, pcs, 2, 64);
+				ha_table_unlock();
+			}
+		}
+	return NULL;
+}
+
+static void table_grows_threads(void)
+{
+	REQUIRE(ha_table_init() == 0);
+	REQUIRE(ha_objmap_init() == 0);
+	pthread_t th[NT];
+	for (uintptr_t t = 0; t < NT; t++)
+		REQUIRE(pthread_create(&th[t], NULL, counter, (void *)t) == 0);
+	for (int t = 0; t < NT; t++)
+		pthread_join(th[t], NULL);
+	size_t n = 0;
+	ha_table_lock();
+	ha_line *lines = ha_table_snapshot(&n);
+	ha_table_unlock();
+	CHECK_EQ(n, (size_t)NT * PER);
+	size_t counted = 0;
+	for (size_t i = 0; lines && i < n; i++)
+		counted += lines[i].alloc_count == NT;
+	CHECK_EQ(counted, (size_t)NT * PER);
+	free(lines);
+	ha_table_lock();
+	ha_objmap_lock_all();
+	ha_objmap_destroy();
+	ha_table_destroy();
+	ha_objmap_unlock_all();
+	ha_table_unlock();
+}
+
 int main(void)
 {
 	sampler();
@@ -307,5 +359,6 @@ int main(void)
 	size_keys();
 	objmap_and_table();
 	table_grows();
+	table_grows_threads();
 	return CHECK_DONE();
 }
