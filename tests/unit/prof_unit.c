@@ -168,6 +168,17 @@ static void size_keys(void)
 /* The object map against a reference: random inserts and removes of
  * clustered addresses (long probe runs, wrap-around, growth), every bucket's
  * freed counts equal to what was removed, the table's snapshot consistent. */
+/* A stop's teardown (session.c): the table and the map, under every lock. */
+static void destroy_both(void)
+{
+	ha_table_lock();
+	ha_objmap_lock_all();
+	ha_objmap_destroy();
+	ha_table_destroy();
+	ha_objmap_unlock_all();
+	ha_table_unlock();
+}
+
 static void objmap_and_table(void)
 {
 	REQUIRE(ha_table_init() == 0);
@@ -246,12 +257,7 @@ static void objmap_and_table(void)
 	CHECK_EQ(n, NB + 1);
 	free(lines);
 	(void)inserted;
-	ha_table_lock();
-	ha_objmap_lock_all();
-	ha_objmap_destroy();
-	ha_table_destroy();
-	ha_objmap_unlock_all();
-	ha_table_unlock();
+	destroy_both();
 	/* after a stop the table is gone: nothing to count, nothing touched */
 	ha_objmap_free_kept(0x7e0000000000ull, 0, 112, session_now);
 }
@@ -294,11 +300,7 @@ static void table_grows(void)
 	/* heads of 1, 2, 4 and 8 Ki (5000 buckets) = 120 KiB, all counted */
 	CHECK_GE(mem, (uint64_t)(8 + 16 + 32 + 64) * 1024);
 	CHECK_EQ(b[7]->alloc_count, 2);
-	ha_table_lock();
-	ha_objmap_lock_all();
-	ha_table_destroy();
-	ha_objmap_unlock_all();
-	ha_table_unlock();
+	destroy_both();
 }
 
 /* Four threads count the same 10,000 stacks, each new to the table when
@@ -344,12 +346,7 @@ static void table_grows_threads(void)
 		counted += lines[i].alloc_count == NT;
 	CHECK_EQ(counted, (size_t)NT * PER);
 	free(lines);
-	ha_table_lock();
-	ha_objmap_lock_all();
-	ha_objmap_destroy();
-	ha_table_destroy();
-	ha_objmap_unlock_all();
-	ha_table_unlock();
+	destroy_both();
 }
 
 int main(void)
