@@ -34,7 +34,7 @@ static void fill_stats(heapalloc_stats *out)
 	ha_table_stats(&buckets, &tmem, &drops);
 	ha_objmap_stats(&objs, &omem);
 	out->prof_buckets = buckets;
-	out->prof_memory = tmem + omem;
+	out->prof_memory = tmem + omem + ha_frame_memory();
 	out->prof_dumps = ha_prof_dumps();
 	if (ha_prof_running())
 		ha_peak_see(t[0] - t[1]);

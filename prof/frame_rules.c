@@ -43,13 +43,17 @@ void ha_frame_rules_init(void)
 	dl_iterate_phdr(read_subs, &rows_subs);
 }
 
-/* ha_frame_slots: open addressing on the IP (a return address, looked up
- * at IP - 1 as unw_step does), at most PROBES apart, filled at most half;
- * slot_row beside it holds each slot's row.  A slot's row and rule are
- * written before its ip is published (release), and never change after,
- * so a reader that sees its ip (acquire) sees both.
- * no_row marks an IP the rows cannot describe (cached too, so the DWARF
- * lookup is not repeated).  Only pages that get used are ever touched.
+/* The table (ha_frame_tab): open addressing on the IP (a return address,
+ * looked up at IP - 1 as unw_step does), at most PROBES apart, filled at
+ * most half; each slot names its row (an index into rows, or NO_ROW: an IP
+ * the rows cannot describe, cached too so that the DWARF lookup is not
+ * repeated).  A slot's rule and row are written before its ip is published
+ * (release), and never change after, so a reader that sees its ip
+ * (acquire) sees both.  When half full it is copied into the next size
+ * (twice as large, in slot_store after it) and that one is published; the
+ * old one is never written again and stays for readers still walking it.
+ * Sizes, rows and scratch are static and touched only once used, so a
+ * program that meets few frames holds a few pages (ha_frame_memory).
  *
  * A rule is the row boiled down to what a call frame on x86-64 almost
  * always is: CFA = RSP or RBP + offset, the return address at CFA - 8, RBP
@@ -59,8 +63,13 @@ void ha_frame_rules_init(void)
 #define ROW_BYTES 192             /* libunwind 1.6: 184-byte register state */
 #define NROWS 8192
 
-struct slot ha_frame_slots[NSLOTS];
-static const void *slot_row[NSLOTS];    /* the row of ha_frame_slots[i] */
+static struct slot slot_store[(2u << LAST_BITS) - (1u << FIRST_BITS)];
+#define TAB(g) { slot_store + (1u << (FIRST_BITS + (g))) - (1u << FIRST_BITS), \
+		 (1u << (FIRST_BITS + (g))) - 1 }
+static const struct frame_tab tabs[NGENS] = { TAB(0), TAB(1), TAB(2), TAB(3), TAB(4), TAB(5),
+					       TAB(6) };
+_Static_assert(NGENS == 7, "one TAB(g) a size");
+const struct frame_tab *ha_frame_tab = &tabs[0];
 static unsigned char rows[NROWS][ROW_BYTES] __attribute__((aligned(16)));
 static unsigned rows_used, slots_used;
 static int writer;                /* 1 while a thread adds a row */
@@ -83,7 +92,17 @@ int ha_frame_rows_valid(void)
 static inline const void *row_of(uintptr_t ip)
 {
 	const struct slot *s = ha_frame_slot_at(ip);
-	return s ? slot_row[s - ha_frame_slots] : NULL;
+	if (!s)
+		return NULL;
+	return s->rule.row == NO_ROW ? (const void *)no_row : (const void *)rows[s->rule.row];
+}
+
+/* No room for another rule: the last size half full, or every row used. */
+static int table_full(void)
+{
+	return (__atomic_load_n(&ha_frame_tab, __ATOMIC_RELAXED) == &tabs[NGENS - 1] &&
+		__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= (1u << LAST_BITS) / 2) ||
+	       __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS;
 }
 
 /* Made-up stack for rule_of: every word points into it, so a row that
@@ -91,6 +110,7 @@ static inline const void *row_of(uintptr_t ip)
  * the writer flag. */
 #define SCRATCH_WORDS 4096
 static uintptr_t scratch[SCRATCH_WORDS];
+static int scratch_used;
 
 /* A context at ip with RSP sp and RBP bp whose other registers point at
  * the middle of scratch. */
@@ -124,9 +144,11 @@ static int probe_row(const void *row, uintptr_t ip, uintptr_t s, uintptr_t b, ui
 
 static void scratch_fill(void)
 {
-	if (!scratch[0])
+	if (!scratch[0]) {
 		for (int i = 0; i < SCRATCH_WORDS; i++)
 			scratch[i] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
+		__atomic_store_n(&scratch_used, 1, __ATOMIC_RELAXED);
+	}
 }
 
 /* The rule of a frame (IP ip, RSP sp, RBP bp) whose row is known good, from
@@ -140,7 +162,7 @@ static void scratch_fill(void)
 static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t bp, uintptr_t ip,
 			   const void *row)
 {
-	struct rule r = { 0, 0, RULE_NONE, 0 };
+	struct rule r = { 0, 0, RULE_NONE, 0, NO_ROW };
 	unw_word_t cfa;
 	unw_save_loc_t l;
 	if (a == 0 || (a > 0 && unw_get_save_loc(after, UNW_X86_64_RBP, &l) == 0 &&
@@ -168,7 +190,7 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 		if (probe_row(row, ip, s, b, &got, &ra, &rbp, &home) < 0)
 			return r;
 		int kk = got == s + (uintptr_t)osp ? RULE_SP :
-			 got == b + (uintptr_t)obp && obp >= 8 && obp <= INT32_MAX ? RULE_BP : RULE_NONE;
+			 got == b + (uintptr_t)obp && obp >= 8 && obp <= INT16_MAX ? RULE_BP : RULE_NONE;
 		if (kk == RULE_NONE || (k && kk != kind))
 			return r;
 		kind = kk;
@@ -189,9 +211,8 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 			break;
 	}
 	r.kind = (uint8_t)kind;
-	r.cfa_off = (int32_t)(kind == RULE_SP ? osp : obp);
-	r.rbp_saved = (uint8_t)saved;
-	r.rbp_off = (int16_t)rbp_off;
+	r.cfa_off = (int16_t)(kind == RULE_SP ? osp : obp);
+	r.rbp_off = (int16_t)(saved ? rbp_off : 0);   /* saved: <= -8 */
 	return r;
 }
 
@@ -231,30 +252,76 @@ static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 	return unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
 }
 
+/* Copy the table into the next size and publish that; under the writer
+ * flag.  A slot that finds no room within PROBES is left out (learned
+ * again when met). */
+static void grow(void)
+{
+	const struct frame_tab *t = ha_frame_tab, *g = t + 1;
+	if (t == &tabs[NGENS - 1])
+		return;
+	unsigned used = 0;
+	for (unsigned i = 0; i <= t->mask; i++) {
+		const struct slot *o = &t->slots[i];
+		if (!o->ip)
+			continue;
+		unsigned s = ha_frame_slot_of(g, o->ip);
+		for (int k = 0; k < PROBES; k++, s = (s + 1) & g->mask)
+			if (!g->slots[s].ip) {
+				g->slots[s] = *o;
+				used++;
+				break;
+			}
+	}
+	__atomic_store_n(&slots_used, used, __ATOMIC_RELAXED);
+	__atomic_store_n(&ha_frame_tab, g, __ATOMIC_RELEASE);
+}
+
 /* Keep ip's row (or no_row) and rule in the table when there is room; under
  * the writer flag.  Returns the row as kept, or row itself. */
 static const void *keep(uintptr_t ip, const void *row, struct rule rule)
 {
-	unsigned s = ha_frame_slot_of(ip);
-	for (int i = 0; i < PROBES && slots_used < NSLOTS / 2; i++, s = (s + 1) & (NSLOTS - 1)) {
-		if (ha_frame_slots[s].ip == ip)
+	const struct frame_tab *t = ha_frame_tab;
+	if (slots_used >= (t->mask + 1) / 2) {
+		grow();
+		t = ha_frame_tab;
+	}
+	unsigned s = ha_frame_slot_of(t, ip);
+	for (int i = 0; i < PROBES && slots_used < (t->mask + 1) / 2; i++, s = (s + 1) & t->mask) {
+		struct slot *sl = &t->slots[s];
+		if (sl->ip == ip)
 			break;
-		if (ha_frame_slots[s].ip)
+		if (sl->ip)
 			continue;
+		rule.row = NO_ROW;
 		if (row != no_row) {
 			if (rows_used == NROWS)
 				break;
 			memcpy(rows[rows_used], row, ROW_BYTES);
 			row = rows[rows_used];
+			rule.row = (uint16_t)rows_used;
 			__atomic_store_n(&rows_used, rows_used + 1, __ATOMIC_RELAXED);
 		}
-		slot_row[s] = row;
-		ha_frame_slots[s].rule = rule;
-		__atomic_store_n(&ha_frame_slots[s].ip, ip, __ATOMIC_RELEASE);
+		sl->rule = rule;
+		__atomic_store_n(&sl->ip, ip, __ATOMIC_RELEASE);
 		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
 		break;
 	}
 	return row;
+}
+
+uint64_t ha_frame_memory(void)
+{
+	const struct frame_tab *t = ha_frame_tab_now();
+	uint64_t b = 0;
+	if (t == &tabs[0] && !__atomic_load_n(&slots_used, __ATOMIC_RELAXED))
+		return 0;             /* nothing learned: nothing touched */
+	for (const struct frame_tab *g = tabs; g <= t; g++)
+		b += (uint64_t)(g->mask + 1) * sizeof(struct slot);
+	b += (uint64_t)__atomic_load_n(&rows_used, __ATOMIC_RELAXED) * ROW_BYTES;
+	if (__atomic_load_n(&scratch_used, __ATOMIC_RELAXED))
+		b += sizeof scratch;
+	return b;
 }
 
 /* The row for the frame at *c (its IP is ip), from its FDE, kept in the
@@ -278,7 +345,7 @@ static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
 	}
 	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return row;
-	struct rule rule = { 0, 0, RULE_NONE, 0 };
+	struct rule rule = { 0, 0, RULE_NONE, 0, NO_ROW };
 	if (row != no_row)
 		rule = rule_of(c, *a, (uintptr_t)sp, (uintptr_t)bp, ip, row);
 	row = keep(ip, row, rule);
@@ -297,9 +364,7 @@ HA_TESTABLE unsigned learned_at;  /* frames learned by learn_at (prof/unit.h) */
  * learned without replaying the rows of all the others. */
 int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
 {
-	if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= NSLOTS / 2 ||
-	    __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS ||
-	    __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+	if (table_full() || __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return 0;
 	ucontext_t uc;
 	unw_cursor_t c;
@@ -361,8 +426,7 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 		const void *row = row_of((uintptr_t)ip);
 		int a = -2;
 		if (!row) {
-			if (__atomic_load_n(&slots_used, __ATOMIC_RELAXED) >= NSLOTS / 2 ||
-			    __atomic_load_n(&rows_used, __ATOMIC_RELAXED) >= NROWS)
+			if (table_full())
 				return ha_frame_fast_trace(buf, size, first);
 			row = learn_row(&c, (uintptr_t)ip, row_tmp, &a);
 		}

@@ -14,33 +14,57 @@
 
 #include "prof/prof.h"
 
-#define SLOT_BITS 15
-#define NSLOTS (1u << SLOT_BITS)
+/* The table grows by doubling, from 2^FIRST_BITS slots (8 KiB) to
+ * 2^LAST_BITS (512 KiB), so that a program meeting a few hundred frames
+ * keeps its rules in a few pages rather than one page a frame. */
+#define FIRST_BITS 9
+#define LAST_BITS 15
+#define NGENS (LAST_BITS - FIRST_BITS + 1)
 #define PROBES 16
+#define NO_ROW 0xffffu
 
 enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
-struct rule { int32_t cfa_off; int16_t rbp_off; uint8_t kind, rbp_saved; };
+/* One IP's rule: CFA = (RSP or RBP, by kind) + cfa_off, the return address
+ * at CFA - 8, RBP saved at CFA + rbp_off (rbp_off <= -8) or kept (0); row:
+ * the index of its DWARF row in frame_rules.c, NO_ROW for none. */
+struct rule { int16_t cfa_off, rbp_off; uint8_t kind, pad; uint16_t row; };
 struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
-/* The table (frame_rules.c says how it is filled): slot i holds one IP's
- * rule, published by its ip (release), never changed after. */
-extern HA_HIDDEN struct slot ha_frame_slots[NSLOTS];
+/* One size of the table: its slots, and the mask that takes a slot's index
+ * from the top LAST_BITS bits of an IP's hash (a fixed shift: one
+ * instruction less a frame than a shift by the size). */
+struct frame_tab { struct slot *slots; uintptr_t mask; };
+/* The table in use (frame_rules.c says how it is filled and grown): slot i
+ * holds one IP's rule, published by its ip (release), never changed after.
+ * A table replaced by a larger one stays as it was for readers that still
+ * hold it. */
+extern HA_HIDDEN const struct frame_tab *ha_frame_tab;
 
-static inline unsigned ha_frame_slot_of(uintptr_t ip)
+static inline const struct frame_tab *ha_frame_tab_now(void)
 {
-	return (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> (64 - SLOT_BITS));
+	return __atomic_load_n(&ha_frame_tab, __ATOMIC_ACQUIRE);
 }
 
-static inline const struct slot *ha_frame_slot_at(uintptr_t ip)
+static inline unsigned ha_frame_slot_of(const struct frame_tab *t, uintptr_t ip)
 {
-	unsigned s = ha_frame_slot_of(ip);
-	for (int i = 0; i < PROBES; i++, s = (s + 1) & (NSLOTS - 1)) {
-		uintptr_t k = __atomic_load_n(&ha_frame_slots[s].ip, __ATOMIC_ACQUIRE);
+	return (unsigned)(((ip * 0x9e3779b97f4a7c15ull) >> (64 - LAST_BITS)) & t->mask);
+}
+
+static inline const struct slot *ha_frame_slot_in(const struct frame_tab *t, uintptr_t ip)
+{
+	unsigned s = ha_frame_slot_of(t, ip);
+	for (int i = 0; i < PROBES; i++, s = (s + 1) & t->mask) {
+		uintptr_t k = __atomic_load_n(&t->slots[s].ip, __ATOMIC_ACQUIRE);
 		if (k == ip)
-			return &ha_frame_slots[s];
+			return &t->slots[s];
 		if (!k)
 			break;
 	}
 	return NULL;
+}
+
+static inline const struct slot *ha_frame_slot_at(uintptr_t ip)
+{
+	return ha_frame_slot_in(ha_frame_tab_now(), ip);
 }
 
 /* Where a rule walk stands: the next frame's IP, RSP and RBP, and how many
@@ -53,32 +77,40 @@ enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
  * WALK_NO_RULE when a frame has no rule (the caller takes the rows). */
 static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w)
 {
+	const struct frame_tab *t = ha_frame_tab_now();
+	const struct slot *slots = t->slots;
+	uintptr_t mask = t->mask;
 	uintptr_t ip = w->ip, sp = w->sp, bp = w->bp;
 	int n = w->n, st = WALK_DONE;
-	while (n < size) {
+	if (HA_UNLIKELY(n >= size))
+		return st;
+	for (;;) {
 		buf[n++] = (void *)ip;
 		if (HA_UNLIKELY(n >= size))
 			break;            /* the last frame kept needs no rule */
 		/* the slot: nearly always the first probed */
-		const struct slot *s = &ha_frame_slots[ha_frame_slot_of(ip)];
+		const struct slot *s = &slots[((ip * 0x9e3779b97f4a7c15ull) >> (64 - LAST_BITS)) & mask];
 		if (HA_UNLIKELY(__atomic_load_n(&s->ip, __ATOMIC_ACQUIRE) != ip) &&
-		    !(s = ha_frame_slot_at(ip))) {
+		    !(s = ha_frame_slot_in(t, ip))) {
 			n--;
 			st = WALK_UNKNOWN;
 			break;
 		}
 		struct rule r = s->rule;
-		if (HA_UNLIKELY((unsigned)r.kind - RULE_SP > RULE_BP - RULE_SP)) {
-			if (r.kind == RULE_END)
-				break;
+		uintptr_t cfa;
+		if (HA_LIKELY(r.kind == RULE_BP))
+			cfa = bp + (uintptr_t)(intptr_t)r.cfa_off;
+		else if (HA_LIKELY(r.kind == RULE_SP))
+			cfa = sp + (uintptr_t)(intptr_t)r.cfa_off;
+		else if (r.kind == RULE_END)
+			break;
+		else
 			return WALK_NO_RULE;
-		}
-		uintptr_t cfa = (r.kind == RULE_SP ? sp : bp) + (uintptr_t)(intptr_t)r.cfa_off;
 		/* not above this frame, or 64 MiB away: not a frame of this
 		 * stack, ask libunwind */
 		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
 			return WALK_NO_RULE;
-		if (r.rbp_saved)
+		if (r.rbp_off)
 			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
 		ip = *(const uintptr_t *)(cfa - 8);
 		sp = cfa;

@@ -190,6 +190,11 @@ static inline int ha_stack_calibrating(void)
 }
 void ha_stack_calibrate_frame(void);
 
+/* ---- frame_rules.c (the rest: prof/frame_rules.h) -------------------------- */
+/* Bytes the frame cache holds: the table's sizes used so far, the rows
+ * kept, the scratch stack once used (counted in prof_memory). */
+uint64_t ha_frame_memory(void);
+
 /* ---- stack_table.c --------------------------------------------------------- */
 typedef struct ha_bucket {
 	struct ha_bucket *next;   /* hash chain */

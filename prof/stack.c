@@ -34,7 +34,11 @@
  *
  * unw_set_caching_policy() picks only the DWARF cache behind the fast
  * trace's misses; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
- * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD.
+ * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD, so
+ * there the call only runs libunwind's one-time set-up (~32,000
+ * instructions, its register-state cache cleared), which the first
+ * unw_init_local of the frame learning would run anyway (measured: leaving
+ * the call out saves 3,600 instructions of a session's start, no more).
  *
  * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
  * ha_stack_trim; every walk starts at the hook's frame, so no frame of

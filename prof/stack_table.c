@@ -6,9 +6,11 @@
  * line with the line's average object size, so one line must not mix 16-byte
  * and 1-MiB objects (docs/heap-profile-spec.md §4).  Several lines may share a stack.
  *
- * Memory (ha_table_stats counts what is resident): a fixed array of chain heads (512 KiB mapped from the kernel:
- * zero pages, resident only where stacks hash, so a profiled process —
- * and each of its children — neither clears nor keeps the whole array)
+ * Memory (ha_table_stats counts it): the chain heads, 1 Ki of them (8 KiB
+ * mapped from the kernel) doubled whenever there are as many buckets as
+ * heads, up to 64 Ki (512 KiB), so a program with a few hundred stacks keeps
+ * two pages of them, not one page per stack hashed (a replaced array stays
+ * mapped, unused, until ha_table_destroy: a finder may still walk it);
  * and buckets carved from 64 KiB raw chunks (ha_raw_malloc: never sampled,
  * never re-enters the profiler); an index of buckets by number (8 MiB
  * mapped, 8 bytes resident per bucket), so that the object map keeps a
@@ -34,8 +36,9 @@
 #include "prof/prof.h"
 #include "prof/root.h"
 
-#define HEAD_BITS 16
-#define NHEADS (1u << HEAD_BITS)
+#define HEAD_BITS_FIRST 10
+#define HEAD_BITS_LAST 16
+#define NHEADS_LAST (1u << HEAD_BITS_LAST)
 #define CHUNK_BYTES (64 * 1024)
 #define MAX_BUCKETS (1u << 20)
 
@@ -46,7 +49,13 @@ typedef struct chunk {
 } chunk;
 
 static ha_plock table_lock = HA_PLOCK_INIT;
-static ha_bucket **heads;
+/* One size of the chain heads; heads: the one in use (NULL: no table). */
+typedef struct heads_tab {
+	ha_bucket **h;
+	size_t mask;
+} heads_tab;
+static heads_tab tabs[HEAD_BITS_LAST - HEAD_BITS_FIRST + 1];
+static const heads_tab *heads;
 static ha_bucket **byidx;       /* MAX_BUCKETS entries, filled in order */
 static chunk *chunks;
 static uint64_t nbuckets, chunk_bytes, drops;
@@ -66,22 +75,28 @@ void ha_table_postfork_child(void)
 	ha_plock_init(&table_lock);
 }
 
+static size_t tab_bytes(int g)
+{
+	return ((size_t)1 << (HEAD_BITS_FIRST + g)) * sizeof(ha_bucket *);
+}
+
 int ha_table_init(void)
 {
-	void *m = ha_sys_mmap(NULL, NHEADS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = ha_sys_mmap(NULL, tab_bytes(0), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return ENOMEM;
 	void *x = ha_sys_mmap(NULL, MAX_BUCKETS * sizeof(ha_bucket *), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (x == MAP_FAILED) {
-		ha_sys_munmap(m, NHEADS * sizeof(ha_bucket *));
+		ha_sys_munmap(m, tab_bytes(0));
 		return ENOMEM;
 	}
-	ha_bucket **h = m;
 	ha_plock_lock(&table_lock);
 	byidx = x;
-	__atomic_store_n(&heads, h, __ATOMIC_RELEASE);
+	tabs[0].h = m;
+	tabs[0].mask = ((size_t)1 << HEAD_BITS_FIRST) - 1;
+	__atomic_store_n(&heads, &tabs[0], __ATOMIC_RELEASE);
 	chunks = NULL;
 	nbuckets = chunk_bytes = drops = 0;
 	ha_plock_unlock(&table_lock);
@@ -96,8 +111,11 @@ void ha_table_destroy(void)
 		ha_raw_free(c);
 	}
 	chunks = NULL;
-	if (heads)
-		ha_sys_munmap(heads, NHEADS * sizeof *heads);
+	for (int g = 0; g < (int)(sizeof tabs / sizeof tabs[0]); g++)
+		if (tabs[g].h) {
+			ha_sys_munmap(tabs[g].h, tab_bytes(g));
+			tabs[g].h = NULL;
+		}
 	if (byidx)
 		ha_sys_munmap(byidx, MAX_BUCKETS * sizeof *byidx);
 	byidx = NULL;
@@ -155,15 +173,42 @@ static inline int same(const ha_bucket *b, uint64_t h, uint32_t skey, const uint
  * lock), which keeps the table from being destroyed under us. */
 ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req)
 {
-	ha_bucket **hd = __atomic_load_n(&heads, __ATOMIC_ACQUIRE);
-	if (HA_UNLIKELY(!hd))
+	const heads_tab *t = __atomic_load_n(&heads, __ATOMIC_ACQUIRE);
+	if (HA_UNLIKELY(!t))
 		return NULL;
 	uint32_t skey = ha_table_size_key(req);
-	for (ha_bucket *b = __atomic_load_n(&hd[h & (NHEADS - 1)], __ATOMIC_ACQUIRE); b;
-	     b = b->next)
+	/* next: relaxed, a grow may relink it (see grow_heads) */
+	for (ha_bucket *b = __atomic_load_n(&t->h[h & t->mask], __ATOMIC_ACQUIRE); b;
+	     b = __atomic_load_n(&b->next, __ATOMIC_RELAXED))
 		if (same(b, h, skey, pcs, depth))
 			return b;
 	return NULL;
+}
+
+/* Relink every bucket into heads twice as many, and publish them; under the
+ * table lock.  A finder still on the old heads may step from an old chain
+ * into a new one and miss its bucket (it then takes the table lock and
+ * finds it here), but never loops: a bucket's new next is one relinked
+ * before it, so a walk that takes a new link only goes down that order to
+ * NULL.  The old array is kept until ha_table_destroy.  On no memory the
+ * chains just grow longer. */
+static void grow_heads(void)
+{
+	int g = (int)(heads - tabs) + 1;
+	if (g >= (int)(sizeof tabs / sizeof tabs[0]))
+		return;
+	void *m = ha_sys_mmap(NULL, tab_bytes(g), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	tabs[g].h = m;
+	tabs[g].mask = ((size_t)1 << (HEAD_BITS_FIRST + g)) - 1;
+	for (uint64_t i = 0; i < nbuckets; i++) {
+		ha_bucket *b = byidx[i], **slot = &tabs[g].h[b->hash & tabs[g].mask];
+		__atomic_store_n(&b->next, *slot, __ATOMIC_RELAXED);
+		*slot = b;
+	}
+	__atomic_store_n(&heads, &tabs[g], __ATOMIC_RELEASE);
 }
 
 /* The caller holds the table lock (and then inserts into the object map
@@ -175,10 +220,14 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 	HA_ASSERT(depth >= 0 && depth <= HA_PROF_DEPTH);
 	if (HA_UNLIKELY(!heads))
 		return NULL;
-	ha_bucket **slot = &heads[h & (NHEADS - 1)];
+	ha_bucket **slot = &heads->h[h & heads->mask];
 	for (b = *slot; b; b = b->next)
 		if (same(b, h, skey, pcs, depth))
 			break;
+	if (!b && nbuckets > heads->mask && nbuckets < MAX_BUCKETS) {
+		grow_heads();
+		slot = &heads->h[h & heads->mask];
+	}
 	if (!b) {
 		if (nbuckets >= MAX_BUCKETS ||
 		    !(b = carve(carved_size((uint32_t)depth)))) {
@@ -192,7 +241,7 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
 		b->idx = (uint32_t)nbuckets;
 		byidx[nbuckets] = b;   /* before the release store below */
 		memcpy(b->pcs, pcs, (size_t)depth * sizeof *pcs);
-		b->next = *slot;
+		__atomic_store_n(&b->next, *slot, __ATOMIC_RELAXED);
 		/* publish: lock-free finders see a complete bucket */
 		__atomic_store_n(slot, b, __ATOMIC_RELEASE);
 		__atomic_store_n(&nbuckets, nbuckets + 1, __ATOMIC_RELEASE);
@@ -227,7 +276,7 @@ size_t ha_table_copy(ha_line *lines, size_t cap)
 	if (!heads || nbuckets > cap)
 		return heads ? nbuckets : 0;
 	/* every bucket was carved in turn from the chunks, and nothing else
-	 * is: walking the chunks visits each once, without the 64 Ki heads */
+	 * is: walking the chunks visits each once, without the heads */
 	size_t k = 0;
 	for (chunk *c = chunks; c; c = c->next)
 		for (size_t off = 0; off < c->used && k < nbuckets;) {
@@ -269,18 +318,15 @@ ha_line *ha_table_snapshot(size_t *n)
 	return lines;
 }
 
-/* Resident bytes of the chain heads: only pages a stack hashed to were
- * ever written (the whole array if the kernel cannot say). */
-static uint64_t heads_resident(void)
+/* Bytes of the chain heads: every array mapped (in use or replaced); each
+ * is dense, a head per bucket at most. */
+static uint64_t heads_bytes(void)
 {
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), bytes = NHEADS * sizeof *heads;
-	unsigned char v[NHEADS * sizeof(ha_bucket *) / 4096];
-	if (pg < 4096 || mincore(heads, bytes, v) != 0)
-		return bytes;
 	uint64_t n = 0;
-	for (size_t i = 0; i < (bytes + pg - 1) / pg; i++)
-		n += v[i] & 1;
-	return n * pg;
+	for (int g = 0; g < (int)(sizeof tabs / sizeof tabs[0]); g++)
+		if (tabs[g].h)
+			n += tab_bytes(g);
+	return n;
 }
 
 uint64_t ha_table_raw_bytes(void)
@@ -294,7 +340,7 @@ void ha_table_stats(uint64_t *buckets, uint64_t *memory, uint64_t *drops_out)
 	*buckets = nbuckets;
 	/* the index: the pages its buckets' entries have touched */
 	uint64_t idx_bytes = (nbuckets * sizeof(ha_bucket *) + 4095) & ~(uint64_t)4095;
-	*memory = chunk_bytes + (heads ? heads_resident() : 0) + idx_bytes;
+	*memory = chunk_bytes + (heads ? heads_bytes() : 0) + idx_bytes;
 	*drops_out = drops;
 	ha_plock_unlock(&table_lock);
 }

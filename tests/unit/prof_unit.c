@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -167,6 +168,17 @@ static void size_keys(void)
 /* The object map against a reference: random inserts and removes of
  * clustered addresses (long probe runs, wrap-around, growth), every bucket's
  * freed counts equal to what was removed, the table's snapshot consistent. */
+/* A stop's teardown (session.c): the table and the map, under every lock. */
+static void destroy_both(void)
+{
+	ha_table_lock();
+	ha_objmap_lock_all();
+	ha_objmap_destroy();
+	ha_table_destroy();
+	ha_objmap_unlock_all();
+	ha_table_unlock();
+}
+
 static void objmap_and_table(void)
 {
 	REQUIRE(ha_table_init() == 0);
@@ -245,14 +257,96 @@ static void objmap_and_table(void)
 	CHECK_EQ(n, NB + 1);
 	free(lines);
 	(void)inserted;
-	ha_table_lock();
-	ha_objmap_lock_all();
-	ha_objmap_destroy();
-	ha_table_destroy();
-	ha_objmap_unlock_all();
-	ha_table_unlock();
+	destroy_both();
 	/* after a stop the table is gone: nothing to count, nothing touched */
 	ha_objmap_free_kept(0x7e0000000000ull, 0, 112, session_now);
+}
+
+/* The chain heads start at 1 Ki (8 KiB) and double as buckets come: a few
+ * stacks hold a few pages, and every bucket is still found after each
+ * doubling. */
+static void table_grows(void)
+{
+	enum { NS = 5000 };
+	static ha_bucket *b[NS];
+	uint64_t buckets, mem, drops;
+	REQUIRE(ha_table_init() == 0);
+	ha_table_lock();
+	uintptr_t pcs[2] = { 0, 0x5000 };
+	for (int i = 0; i < 10; i++) {
+		pcs[0] = 0x10000 + (uintptr_t)i * 64;
+		b[i] = ha_table_record(pcs, 2, 64);
+	}
+	ha_table_unlock();
+	ha_table_stats(&buckets, &mem, &drops);
+	CHECK_EQ(buckets, 10);
+	CHECK_LE(mem, 64 * 1024 + 8192 + 4096);   /* a chunk, the first heads, the index */
+	ha_table_lock();
+	for (int i = 10; i < NS; i++) {
+		pcs[0] = 0x10000 + (uintptr_t)i * 64;
+		b[i] = ha_table_record(pcs, 2, 64);
+		REQUIRE(b[i] != NULL);
+	}
+	int found = 0;
+	for (int i = 0; i < NS; i++) {
+		pcs[0] = 0x10000 + (uintptr_t)i * 64;
+		found += ha_table_find(ha_table_hash(pcs, 2, 64), pcs, 2, 64) == b[i];
+		found += ha_table_record(pcs, 2, 64) == b[i];   /* counted again, no new bucket */
+	}
+	ha_table_unlock();
+	CHECK_EQ(found, 2 * NS);
+	ha_table_stats(&buckets, &mem, &drops);
+	CHECK_EQ(buckets, NS);
+	/* heads of 1, 2, 4 and 8 Ki (5000 buckets) = 120 KiB, all counted */
+	CHECK_GE(mem, (uint64_t)(8 + 16 + 32 + 64) * 1024);
+	CHECK_EQ(b[7]->alloc_count, 2);
+	destroy_both();
+}
+
+/* Four threads count the same 10,000 stacks, each new to the table when
+ * the first thread meets it, as the sampling hook does (the lock-free find
+ * under a stripe lock, else the table lock): the heads double four times
+ * under finders, and still every stack gets one bucket, counted 4 times. */
+enum { NT = 4, PER = 2500 };
+
+static void *counter(void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	for (uintptr_t i = 0; i < PER; i++)
+		for (uintptr_t k = 0; k < NT; k++) {
+			uintptr_t t = (me + k) % NT;      /* its own first, then the others' */
+			uintptr_t pcs[2] = { 0x100000 + (t * PER + i) * 16, 0x7000 };
+			uint64_t h = ha_table_hash(pcs, 2, 64);
+			uint32_t idx;
+			if (ha_objmap_count(0x7d0000000000ull + i * 16, h, pcs, 2, 64, &idx) < 0) {
+				ha_table_lock();
+				ha_table_record_hashed(h, pcs, 2, 64);
+				ha_table_unlock();
+			}
+		}
+	return NULL;
+}
+
+static void table_grows_threads(void)
+{
+	REQUIRE(ha_table_init() == 0);
+	REQUIRE(ha_objmap_init() == 0);
+	pthread_t th[NT];
+	for (uintptr_t t = 0; t < NT; t++)
+		REQUIRE(pthread_create(&th[t], NULL, counter, (void *)t) == 0);
+	for (int t = 0; t < NT; t++)
+		pthread_join(th[t], NULL);
+	size_t n = 0;
+	ha_table_lock();
+	ha_line *lines = ha_table_snapshot(&n);
+	ha_table_unlock();
+	CHECK_EQ(n, (size_t)NT * PER);
+	size_t counted = 0;
+	for (size_t i = 0; lines && i < n; i++)
+		counted += lines[i].alloc_count == NT;
+	CHECK_EQ(counted, (size_t)NT * PER);
+	free(lines);
+	destroy_both();
 }
 
 int main(void)
@@ -261,5 +355,7 @@ int main(void)
 	options();
 	size_keys();
 	objmap_and_table();
+	table_grows();
+	table_grows_threads();
 	return CHECK_DONE();
 }

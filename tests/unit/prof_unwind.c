@@ -7,7 +7,9 @@
  * from where the rules stop (learn_at), not by replaying every row.
  * Shapes: plain recursion (CFA from RSP), alloca of changing size (CFA
  * from RBP, learned at one size and walked at others), a frame too big
- * for a rule, a signal handler's frame, another thread.
+ * for a rule, a signal handler's frame, another thread, and 320 call sites
+ * of one function: more than the table's first size holds, so it grows
+ * (and what it knew is still walked by rules after).
  * The test builds of stack.c and frame_rules.c are linked in (learned_at:
  * prof/unit.h); no heapalloc allocator is used.
  */
@@ -125,6 +127,26 @@ static __attribute__((noinline)) void big_frame(int want_none)
 	sink += buf[0] + buf[sizeof buf - 1];
 }
 
+/* NSITES call sites of fan, each its own return address (the statement
+ * after each call differs, so no two calls are merged). */
+#define NSITES 320
+static __attribute__((noinline)) void fan(int d, int k, int want)
+{
+	if (d == 0) {
+		capture(want, 0);
+		return;
+	}
+	switch (k) {
+#define C(i) case i: fan(d - 1, 0, want); sink += i; break;
+#define C8(b) C(b + 0) C(b + 1) C(b + 2) C(b + 3) C(b + 4) C(b + 5) C(b + 6) C(b + 7)
+#define C64(b) C8(b) C8(b + 8) C8(b + 16) C8(b + 24) C8(b + 32) C8(b + 40) C8(b + 48) C8(b + 56)
+	C64(0) C64(64) C64(128) C64(192) C64(256)
+#undef C64
+#undef C8
+#undef C
+	}
+}
+
 static int in_handler_ok;
 
 static void on_usr1(int sig)
@@ -166,6 +188,19 @@ int main(void)
 	/* a frame larger than a rule may describe: the rows walk it */
 	big_frame(0);
 	big_frame(1);
+
+	/* a few dozen frames so far: the first size (8 KiB), a row each, the
+	 * scratch stack */
+	uint64_t small = ha_frame_memory();
+	CHECK_GE(small, 1);
+	CHECK_LE(small, (1u << FIRST_BITS) * 16 + 256 * 192 + 32768);
+	/* 320 more: the table grows past its first size; each new site is
+	 * learned by the walk, and every one is walked by rules after */
+	for (int k = 0; k < NSITES; k++)
+		fan(1, k, 0);
+	for (int k = 0; k < NSITES; k++)
+		fan(1, k, 1);
+	CHECK_GE(ha_frame_memory(), small + (2u << FIRST_BITS) * 16);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
