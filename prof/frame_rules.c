@@ -398,10 +398,13 @@ static int from_first(void **buf, int size, void *const *tmp, int n, void *first
 	return n > 0 ? n : 0;
 }
 
-/* libunwind's fast trace for a stack the rows cannot walk. */
+/* libunwind's fast trace for a stack the rows cannot walk; nothing while
+ * its validation pipe is not its own (unw_pipe.c). */
 __attribute__((noinline)) int ha_frame_fast_trace(void **buf, int size, void *first)
 {
 	void *tmp[HA_STACK_RAW + 4];
+	if (!ha_unw_pipe_ok())
+		return 0;
 	return from_first(buf, size, tmp, unw_backtrace(tmp, size + 4), first);
 }
 
@@ -427,11 +430,13 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 		int a = -2;
 		if (!row) {
 			if (table_full())
-				return ha_frame_fast_trace(buf, size, first);
+				return ha_unw_pipe_ok() ? ha_frame_fast_trace(buf, size, first)
+							: from_first(buf, size, tmp, n, first);
 			row = learn_row(&c, (uintptr_t)ip, row_tmp, &a);
 		}
 		if (row == no_row)
-			return ha_frame_fast_trace(buf, size, first);
+			return ha_unw_pipe_ok() ? ha_frame_fast_trace(buf, size, first)
+						: from_first(buf, size, tmp, n, first);
 		if (a == -2)
 			a = unw_apply_reg_state(&c, (void *)row);
 		if (a <= 0)

@@ -147,7 +147,16 @@ HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
 /* The walk over the shared rows from the caller's frame (inside the gate);
  * first: the hook's return address. */
 HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
-/* libunwind's fast trace, from first on. */
+/* libunwind's fast trace, from first on; 0 frames while its pipe is not
+ * its own. */
 HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
+
+/* ---- unw_pipe.c ---------------------------------------------------------- */
+/* Run libunwind's one-time set-up (ha_stack_init) and note the pipe it
+ * opens to validate addresses. */
+HA_HIDDEN void ha_unw_start(void);
+/* Both of that pipe's numbers still name it: a call that may validate
+ * (the fast trace) cannot read or write the program's files. */
+HA_HIDDEN int ha_unw_pipe_ok(void);
 
 #endif

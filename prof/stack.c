@@ -1,6 +1,6 @@
 /* prof/stack.c — capture the call stack of a sampled allocation.
  *
- * With frame_rules.c, the only includer of <libunwind.h>.  Returns raw
+ * With frame_rules.c and unw_pipe.c, the only includers of <libunwind.h>.  Returns raw
  * return addresses, leaf first, starting at the caller of malloc/new:
  * heapalloc's own frames (and libunwind's) are dropped here by address, so
  * pprof never needs to know heapalloc's names.  ha_stack_init() records the executable segments of
@@ -166,6 +166,7 @@ void ha_stack_init(void)
 	if (stack_ready)
 		return;
 	uintptr_t main_bias = 0, self[3] = { (uintptr_t)&ha_stack_init, 0, 0 };
+	ha_unw_start();   /* before any libunwind call: its set-up, its pipe noted */
 	dl_iterate_phdr(first_object, &main_bias);
 	dl_iterate_phdr(find_by_addr, self);
 	nranges = 0;
@@ -184,7 +185,6 @@ void ha_stack_init(void)
 	}
 	add_object_of((const void *)&unw_backtrace);
 	ha_frame_rules_init();
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	stack_ready = 1;
 }
 
@@ -214,6 +214,8 @@ int ha_stack_calibrating_now(void)
 void ha_stack_calibrate_frame(void)
 {
 	void *raw[64];
+	if (!ha_unw_pipe_ok())
+		return;
 	in_frame = 1;
 	int n = unw_backtrace(raw, 64);
 	in_frame = 0;
