@@ -36,12 +36,9 @@
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
 #define SPAN_DECAY_MS HA_DECAY_MS
 
-/* A thread moves up to HA_MOVE_BATCHES batches under one lock hold.  A
- * class's slots hold what a few threads free in a burst before another
- * takes it (xmalloc-test: 4,096 blocks of 64 B, 128 batches, from each of
- * two threads at once): past them, blocks go back to their spans one by
- * one and come out again one by one, each a cache miss under the lock. */
-#define TRANSFER_SLOTS 1024
+/* A thread moves up to HA_MOVE_BATCHES batches under one lock hold, so a
+ * class's slots hold a few such moves. */
+#define TRANSFER_SLOTS 128
 /* Empty spans a class keeps before handing them to the pool: refilling
  * from a kept span costs no page-map update. */
 #define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
