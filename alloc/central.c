@@ -50,9 +50,7 @@ static ha_counter transfer;        /* bytes in all transfer caches (atomic) */
 
 typedef struct central {
 	pthread_mutex_t lock;
-	unsigned nbatches;
-	void *batches[TRANSFER_SLOTS];
-	void *tails[TRANSFER_SLOTS];   /* each batch's last object: batches link in O(1) */
+	unsigned nbatches;       /* in slots[class] */
 	ha_span *partial;        /* spans with free or uncarved objects */
 	uint64_t nspans;
 	uint64_t free_objs;      /* in spans and batches */
@@ -60,6 +58,11 @@ typedef struct central {
 } __attribute__((aligned(64))) central;
 
 static central centrals[HA_NCLASSES];
+/* Each class's transfer cache, apart from the centrals so that what walks
+ * those (statistics, fork) leaves the slots' pages untouched (not resident
+ * until a class uses them): a batch's first object and its last, through
+ * which batches link in O(1). */
+static struct tslot { void *head, *tail; } slots[HA_NCLASSES][TRANSFER_SLOTS];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_span *rec_free;
 /* the free-span pool, under rec_lock: per span size, a hot list (newest at
@@ -73,7 +76,7 @@ static uint64_t live_bytes;       /* bytes of spans held by size classes (atomic
 void ha_central_init(void)
 {
 	/* zeroed bss already is the initializer on glibc: even reading the
-	 * 47 KiB of centrals would make them resident in every process */
+	 * centrals (9 KiB) would make them resident in every process */
 	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, zero;
 	if (memcmp(&fresh, &zero, sizeof zero) == 0)
 		return;
@@ -452,19 +455,25 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
 	unsigned batch = ha_class_batch[cls];
 	ha_lock(&c->lock);
 	if (want >= batch && c->nbatches) {
-		/* whole batches, linked through their tails */
+		/* whole batches, linked through their tails once the lock is
+		 * dropped: a tail is a line the freeing thread wrote last, a
+		 * cache miss that no other thread should wait behind */
 		unsigned k = want / batch < c->nbatches ? want / batch : c->nbatches;
-		void *h = NULL;
-		for (unsigned i = 0; i < k; i++) {
-			c->nbatches--;
-			*(void **)c->tails[c->nbatches] = h;
-			h = c->batches[c->nbatches];
-		}
-		*head = h;
+		struct tslot got_b[HA_MOVE_BATCHES];
+		if (k > HA_MOVE_BATCHES)
+			k = HA_MOVE_BATCHES;
+		c->nbatches -= k;
+		memcpy(got_b, &slots[cls][c->nbatches], k * sizeof got_b[0]);
 		got = k * batch;
 		c->free_objs -= got;
 		__atomic_fetch_sub(&transfer_bytes, (uint64_t)got * ha_class_size[cls], __ATOMIC_RELAXED);
 		ha_unlock(&c->lock);
+		void *h = NULL;
+		for (unsigned i = k; i-- > 0;) {
+			*(void **)got_b[i].tail = h;
+			h = got_b[i].head;
+		}
+		*head = h;
 		return got;
 	}
 	for (;;) {
@@ -550,17 +559,16 @@ void ha_central_release_batches(unsigned cls, void **heads, void **tails, unsign
 	ha_span *dead = NULL;
 	unsigned i = 0;
 	HA_ASSERT(k <= HA_MOVE_BATCHES);
+	for (unsigned j = 0; j < k; j++)
+		*(void **)tails[j] = NULL;   /* drain() walks a batch to its end */
 	ha_lock(&c->lock);
 	for (; i < k && c->nbatches < TRANSFER_SLOTS &&
 	       __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES; i++) {
-		*(void **)tails[i] = NULL;   /* drain() walks a batch to its end */
-		c->batches[c->nbatches] = heads[i];
-		c->tails[c->nbatches++] = tails[i];
+		slots[cls][c->nbatches++] = (struct tslot){ heads[i], tails[i] };
 		c->free_objs += batch;
 		__atomic_fetch_add(&transfer_bytes, bytes, __ATOMIC_RELAXED);
 	}
 	for (; i < k; i++) {   /* no room: to their spans */
-		*(void **)tails[i] = NULL;
 		for (void *o = heads[i], *next; o; o = next) {
 			next = *(void **)o;
 			to_span(c, o, &dead);
@@ -581,7 +589,7 @@ static void drain(int all_empty)
 			continue;
 		ha_lock(&c->lock);
 		while (c->nbatches) {
-			void *head = c->batches[--c->nbatches];
+			void *head = slots[cls][--c->nbatches].head;
 			__atomic_fetch_sub(&transfer_bytes, (uint64_t)ha_class_batch[cls] * ha_class_size[cls],
 					   __ATOMIC_RELAXED);
 			while (head) {
