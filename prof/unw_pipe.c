@@ -48,10 +48,13 @@ void ha_unw_start(void)
 	}
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	struct stat a, b;
+	/* as libunwind opens it: one pipe, read end first, non-blocking,
+	 * close-on-exec */
+	int fl0 = have ? fcntl(probe[0], F_GETFL) : -1, fl1 = have ? fcntl(probe[1], F_GETFL) : -1;
 	if (have && fstat(probe[0], &a) == 0 && fstat(probe[1], &b) == 0 && S_ISFIFO(a.st_mode) &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
-	    (fcntl(probe[0], F_GETFL) & O_ACCMODE) == O_RDONLY &&
-	    (fcntl(probe[1], F_GETFL) & O_ACCMODE) == O_WRONLY) {
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino && fl0 >= 0 && fl1 >= 0 &&
+	    (fl0 & O_ACCMODE) == O_RDONLY && (fl1 & O_ACCMODE) == O_WRONLY &&
+	    (fl0 & fl1 & O_NONBLOCK) && (fcntl(probe[0], F_GETFD) & fcntl(probe[1], F_GETFD) & FD_CLOEXEC)) {
 		unw_dev = a.st_dev;
 		unw_ino = a.st_ino;
 		unw_fd[0] = probe[0];
