@@ -403,9 +403,12 @@ static int from_first(void **buf, int size, void *const *tmp, int n, void *first
 __attribute__((noinline)) int ha_frame_fast_trace(void **buf, int size, void *first)
 {
 	void *tmp[HA_STACK_RAW + 4];
-	if (!ha_unw_pipe_ok())
+	int probe[2];
+	if (!ha_unw_trace_begin(probe))
 		return 0;
-	return from_first(buf, size, tmp, unw_backtrace(tmp, size + 4), first);
+	int n = unw_backtrace(tmp, size + 4);
+	ha_unw_trace_end(probe);
+	return from_first(buf, size, tmp, n, first);
 }
 
 /* The walk over the shared rows, from the frame of this function.  Ends

@@ -152,11 +152,15 @@ HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
 HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
 
 /* ---- unw_pipe.c ---------------------------------------------------------- */
-/* Run libunwind's one-time set-up (ha_stack_init) and note the pipe it
- * opens to validate addresses. */
+/* Run libunwind's one-time set-up (its constructor, else ha_stack_init),
+ * its validation pipe left closed or noted. */
 HA_HIDDEN void ha_unw_start(void);
-/* Both of that pipe's numbers still name it: a call that may validate
- * (the fast trace) cannot read or write the program's files. */
+/* A call that may validate (the fast trace) cannot read or write the
+ * program's files: libunwind has no pipe, or its numbers still name it. */
 HA_HIDDEN int ha_unw_pipe_ok(void);
+/* Around such a call: begin 0 means do not make it; end notes the pipe
+ * the call may have opened (probe: begin's two lowest free numbers). */
+HA_HIDDEN int ha_unw_trace_begin(int probe[2]);
+HA_HIDDEN void ha_unw_trace_end(const int probe[2]);
 
 #endif

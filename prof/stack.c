@@ -214,11 +214,13 @@ int ha_stack_calibrating_now(void)
 void ha_stack_calibrate_frame(void)
 {
 	void *raw[64];
-	if (!ha_unw_pipe_ok())
+	int probe[2];
+	if (!ha_unw_trace_begin(probe))
 		return;
 	in_frame = 1;
 	int n = unw_backtrace(raw, 64);
 	in_frame = 0;
+	ha_unw_trace_end(probe);
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
 		if (pc >= probe_lo && pc < probe_hi)
