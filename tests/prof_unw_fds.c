@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
+#include "rel_util.h"
 
 /* nocfi_call(n, fn): fn(n) through a frame of bare assembly */
 void nocfi_call(size_t n, void (*fn)(size_t));
@@ -65,14 +66,8 @@ static int unw_like_fifos(void)
 
 int main(int argc, char **argv)
 {
-	const char *want = "65536";
-	const char *have = getenv("HEAP_PROFILE_SAMPLE_INTERVAL");
-	if (!have || strcmp(have, want)) {   /* every 1 MiB block sampled, in memory only */
-		setenv("HEAP_PROFILE_SAMPLE_INTERVAL", want, 1);
-		unsetenv("HEAPPROFILE");
-		execv("/proc/self/exe", argv);
-		HARD_ERROR("re-execute");
-	}
+	unsetenv("HEAPPROFILE");   /* every 1 MiB block sampled, in memory only */
+	rel_reexec(argv, "HEAP_PROFILE_SAMPLE_INTERVAL=65536", (char *)NULL);
 	(void)argc;
 	nocfi_call(1 << 20, churn);
 	padded(1, site1);

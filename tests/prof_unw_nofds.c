@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "heapalloc.h"
 #include "check.h"
+#include "rel_util.h"
 
 static void *volatile sink;
 
@@ -56,14 +57,8 @@ static int own_fds(void)
 
 int main(int argc, char **argv)
 {
-	const char *want = "65536";
-	const char *have = getenv("HEAP_PROFILE_SAMPLE_INTERVAL");
-	if (!have || strcmp(have, want)) {   /* every 1 MiB block sampled, in memory only */
-		setenv("HEAP_PROFILE_SAMPLE_INTERVAL", want, 1);
-		unsetenv("HEAPPROFILE");
-		execv("/proc/self/exe", argv);
-		HARD_ERROR("re-execute");
-	}
+	unsetenv("HEAPPROFILE");   /* every 1 MiB block sampled, in memory only */
+	rel_reexec(argv, "HEAP_PROFILE_SAMPLE_INTERVAL=65536", (char *)NULL);
 	(void)argc;
 	heapalloc_stats st0, st1;
 	heapalloc_get_stats(&st0);
