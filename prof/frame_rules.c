@@ -398,17 +398,25 @@ static int from_first(void **buf, int size, void *const *tmp, int n, void *first
 	return n > 0 ? n : 0;
 }
 
-/* libunwind's fast trace for a stack the rows cannot walk; nothing while
- * its validation pipe is not its own (unw_pipe.c). */
+/* libunwind's fast trace for a stack the rows cannot walk; -1 while it may
+ * not run (its validation pipe is not its own: unw_pipe.c). */
 __attribute__((noinline)) int ha_frame_fast_trace(void **buf, int size, void *first)
 {
 	void *tmp[HA_STACK_RAW + 4];
 	int probe[2];
 	if (!ha_unw_trace_begin(probe))
-		return 0;
+		return -1;
 	int n = unw_backtrace(tmp, size + 4);
 	ha_unw_trace_end(probe);
 	return from_first(buf, size, tmp, n, first);
+}
+
+/* The fast trace, or when it may not run the n frames walked so far. */
+static inline __attribute__((always_inline)) int fast_or_walked(void **buf, int size, void *first,
+								void *const *tmp, int n)
+{
+	int m = ha_frame_fast_trace(buf, size, first);
+	return m >= 0 ? m : from_first(buf, size, tmp, n, first);
 }
 
 /* The walk over the shared rows, from the frame of this function.  Ends
@@ -424,22 +432,20 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
 	if (!ha_frame_rows_valid())
-		return ha_frame_fast_trace(buf, size, first);
+		return fast_or_walked(buf, size, first, tmp, 0);
 	unw_getcontext(&uc);
 	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
-		return ha_frame_fast_trace(buf, size, first);
+		return fast_or_walked(buf, size, first, tmp, 0);
 	while (n < size + 4) {
 		const void *row = row_of((uintptr_t)ip);
 		int a = -2;
 		if (!row) {
 			if (table_full())
-				return ha_unw_pipe_ok() ? ha_frame_fast_trace(buf, size, first)
-							: from_first(buf, size, tmp, n, first);
+				return fast_or_walked(buf, size, first, tmp, n);
 			row = learn_row(&c, (uintptr_t)ip, row_tmp, &a);
 		}
 		if (row == no_row)
-			return ha_unw_pipe_ok() ? ha_frame_fast_trace(buf, size, first)
-						: from_first(buf, size, tmp, n, first);
+			return fast_or_walked(buf, size, first, tmp, n);
 		if (a == -2)
 			a = unw_apply_reg_state(&c, (void *)row);
 		if (a <= 0)

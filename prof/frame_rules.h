@@ -147,17 +147,13 @@ HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
 /* The walk over the shared rows from the caller's frame (inside the gate);
  * first: the hook's return address. */
 HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
-/* libunwind's fast trace, from first on; 0 frames while its pipe is not
- * its own. */
+/* libunwind's fast trace, from first on; -1 while its pipe is not its own. */
 HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
 
 /* ---- unw_pipe.c ---------------------------------------------------------- */
 /* Run libunwind's one-time set-up (its constructor, else ha_stack_init),
  * its validation pipe left closed or noted. */
 HA_HIDDEN void ha_unw_start(void);
-/* A call that may validate (the fast trace) cannot read or write the
- * program's files: libunwind has no pipe, or its numbers still name it. */
-HA_HIDDEN int ha_unw_pipe_ok(void);
 /* Around such a call: begin 0 means do not make it; end notes the pipe
  * the call may have opened (probe: begin's two lowest free numbers). */
 HA_HIDDEN int ha_unw_trace_begin(int probe[2]);

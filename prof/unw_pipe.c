@@ -144,7 +144,9 @@ __attribute__((constructor)) static void unw_early(void)
 	ha_unw_start();
 }
 
-int ha_unw_pipe_ok(void)
+/* A call that may validate cannot read or write the program's files:
+ * libunwind has no pipe, or its numbers still name it. */
+static int pipe_ok(void)
 {
 	int st = __atomic_load_n(&pipe_state, __ATOMIC_ACQUIRE);
 	if (st != PIPE_KNOWN)
@@ -160,7 +162,7 @@ int ha_unw_trace_begin(int probe[2])
 	int st = __atomic_load_n(&pipe_state, __ATOMIC_ACQUIRE);
 	probe[0] = probe[1] = -1;
 	if (st != PIPE_NONE)
-		return ha_unw_pipe_ok();
+		return pipe_ok();
 	int e = errno;
 	int ok = lowest_pair(probe);
 	errno = e;
