@@ -82,6 +82,12 @@
  * program that frees and allocates a block of a few MiB in a loop reuses
  * its pages in place, as glibc's dynamic mmap threshold lets it do. */
 #define HUGE_REUSE_MAX ((size_t)8 << 20)
+/* ...and room for this share of the huge bytes in use: a program that keeps
+ * a working set of big blocks and replaces them one by one (mimalloc-bench's
+ * malloc-large: 20 live of 5-25 MiB) reuses freed pages instead of faulting
+ * each new block in; 1/2 cut its faults from 2.7 to 1.0 GB at no higher peak
+ * RSS.  It follows the live bytes down, so a freed spike still goes back. */
+#define HUGE_LIVE_SHARE 2
 
 typedef struct hhdr {
 	uint64_t req;         /* requested size | flags (profiling) */
@@ -242,7 +248,8 @@ static size_t cache_budget(void)
 	size_t b = top > use ? top - use : 0;
 	b = b < CACHE_MIN ? CACHE_MIN : b > CACHE_MAX ? CACHE_MAX : b;
 	size_t last = __atomic_load_n(&last_freed, __ATOMIC_RELAXED);
-	size_t cap = ha_keep_cap(free_dirty * PG, b) + (last < HUGE_REUSE_MAX ? last : HUGE_REUSE_MAX);
+	size_t cap = ha_keep_cap(free_dirty * PG, b) + (last < HUGE_REUSE_MAX ? last : HUGE_REUSE_MAX) +
+		     use / HUGE_LIVE_SHARE;
 	return cap < b ? cap : b;
 }
 
