@@ -1,5 +1,6 @@
-/* alloc/entry.c — the malloc family's entry points: the only file (with
- * operators.cc) defining libc's names.
+/* alloc/entry.c — the malloc family's entry points and C++'s hot operator
+ * new/delete forms: the only file (with operators.cc) defining libc's and
+ * C++'s names.
  *
  * One malloc fast path and one free fast path, the same code whether
  * profiling is on or off (profiling changes the countdown's values, not the
@@ -15,6 +16,8 @@
  *   and a compare check that p is a block's start, a compare against the
  *   list head (a block freed twice in a row), a push onto the list the
  *   span names.
+ * C++: operator new and new[] (without alignment) are malloc's path inlined
+ *   (19 too); operator delete and delete[], sized or not, are free itself.
  *
  * Everything else goes to noinline slow paths: an empty or full list
  * (thread_cache.c), a countdown that ran out (a sample, a threshold check,
@@ -47,17 +50,35 @@ static HA_NOINLINE void *malloc_due(size_t n, int64_t c);
 static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero);
 static HA_NOINLINE void free_odd(ha_span *s, void *p);
 
-/* malloc's body, for operator new too. */
-static inline void *alloc_fast(size_t n)
+static HA_NOINLINE void *new_slow(size_t n, int64_t c);
+
+/* malloc's body; operator new's with cxx set, whose every miss (an empty
+ * list too) goes to new_slow, so that nothing but the pop is between the
+ * entry and its return. */
+static inline void *alloc_fast_as(size_t n, int cxx)
 {
 	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
 		uintptr_t key = ha_tl_key(0) + ha_class_tab[(n + 15) >> 4];
-		int64_t c = ha_tl_of_key(key)->size;
-		if (HA_LIKELY(ha_countdown_take_seg(&ha_tc_seg()->sample_left, c)))
-			return ha_pop_at(key, n);
-		return malloc_due(n, c);
+		ha_tlist HA_SEG *l = ha_tl_of_key(key);
+		int64_t c = l->size;
+		if (HA_LIKELY(ha_countdown_take_seg(&ha_tc_seg()->sample_left, c))) {
+			if (!cxx)
+				return ha_pop_at(key, n);
+			void *p = l->head;
+			if (HA_LIKELY(p)) {
+				l->head = *(void **)p;
+				l->room++;
+				return p;
+			}
+		}
+		return cxx ? new_slow(n, c) : malloc_due(n, c);
 	}
-	return alloc_slow(n, 0, 0);
+	return cxx ? new_slow(n, 0) : alloc_slow(n, 0, 0);
+}
+
+static inline void *alloc_fast(size_t n)
+{
+	return alloc_fast_as(n, 0);
 }
 
 /* free of p, small or not: a big block, NULL and an invalid pointer take
@@ -432,6 +453,36 @@ HA_EXPORT void free(void *p)
 {
 	free_fast(p);
 }
+
+/* C++'s plain and array new and its deletes without an alignment, the forms
+ * a C++ program calls: malloc's and free's fast paths, not a call away in
+ * operators.cc (which cannot address the cache through HA_SEG).  A new that
+ * gets NULL goes to operators.cc's new_handler loop, whose std::bad_alloc
+ * unwinds through this frame; a sized delete's size is not read. */
+void *ha_cxx_new_failed(size_t n);
+
+/* operator new past its fast path: the countdown's charge c given back,
+ * malloc's way, then the new_handler loop on NULL. */
+static HA_NOINLINE void *new_slow(size_t n, int64_t c)
+{
+	ha_tc.sample_left += c;
+	void *p = ha_alloc(n);
+	return HA_LIKELY(p != NULL) ? p : ha_cxx_new_failed(n);
+}
+
+HA_EXPORT void *ha_cxx_new(size_t n) __asm__("_Znwm");
+HA_EXPORT void *ha_cxx_new(size_t n)
+{
+	return alloc_fast_as(n, 1);
+}
+HA_EXPORT __typeof__(ha_cxx_new) ha_cxx_new_array __asm__("_Znam")
+	__attribute__((alias("_Znwm")));
+#define HA_DELETE(cname, sym) \
+	HA_EXPORT __typeof__(free) cname __asm__(sym) __attribute__((alias("free"), copy(free)))
+HA_DELETE(ha_cxx_delete, "_ZdlPv");
+HA_DELETE(ha_cxx_delete_array, "_ZdaPv");
+HA_DELETE(ha_cxx_delete_sized, "_ZdlPvm");
+HA_DELETE(ha_cxx_delete_array_sized, "_ZdaPvm");
 
 HA_EXPORT void *calloc(size_t n, size_t m)
 {

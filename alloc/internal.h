@@ -366,8 +366,9 @@ extern HA_TLS ha_tcache ha_tc;
  * its offset from %fs (one load from the GOT, the same in every thread)
  * and %fs-relative operands, not &ha_tc, which costs a read of %fs:0 and
  * an add before every use.  HA_SEG marks such a pointer.  C only: the C++
- * operators call ha_alloc and ha_free, and every key (below) must be made
- * the same way in one library. */
+ * operators of operators.cc call ha_alloc and ha_free (entry.c defines the
+ * hot ones), and every key (below) must be made the same way in one
+ * library. */
 #ifndef __cplusplus
 /* a list's key is its offset: list[] first, 16 bytes an entry */
 _Static_assert(offsetof(ha_tcache, list) == 0 && sizeof(ha_tlist) == (1u << HA_TL_SHIFT),

@@ -1,13 +1,16 @@
-/* alloc/operators.cc — every C++ operator new/delete form.
+/* alloc/operators.cc — the C++ operator new/delete forms but the hot ones.
  *
  * Throwing forms loop: allocate, else call the installed new_handler, else
  * throw std::bad_alloc.  nothrow forms return nullptr when no handler is
  * installed, else hand over to the C++ runtime's own nothrow new, which calls
- * our throwing form inside try/catch (cxx_runtime.c).  The runtime's pieces are looked up on
- * failure only (alloc/cxx_runtime.c): this file has no try, catch or throw,
- * so the library links no libstdc++ and a C program maps none.  Aligned
- * forms take std::align_val_t.  Sized deletes ignore the size: free() finds
- * it in O(1) anyway.
+ * our throwing form inside try/catch (cxx_runtime.c).  The runtime's pieces
+ * are looked up on failure only (alloc/cxx_runtime.c): this file has no try,
+ * catch or throw, so the library links no libstdc++ and a C program maps
+ * none.  Aligned forms take std::align_val_t.  Sized deletes ignore the
+ * size: free() finds it in O(1) anyway.  Plain and array new and the deletes
+ * without an alignment are entry.c's, which inlines malloc's and free's fast
+ * paths (C only, see HA_SEG); a new that fails there comes back here through
+ * ha_cxx_new_failed.
  */
 #include <new>
 #include <cstddef>
@@ -22,6 +25,7 @@ typedef void (*ha_new_handler)(void);
 ha_new_handler ha_cxx_new_handler(void);
 __attribute__((noreturn)) void ha_cxx_throw_bad_alloc(void);
 void *ha_cxx_nothrow_failed(size_t n, size_t align, int form) noexcept;
+void *ha_cxx_new_failed(size_t n);
 }
 
 /* entry.c refers to this, so a static link that takes malloc from
@@ -64,13 +68,18 @@ inline void *alloc_nothrow(std::size_t n, std::size_t align, form f) noexcept
 
 } // namespace
 
+/* entry.c's operator new and new[] when malloc's path gave NULL: the
+ * new_handler loop, or std::bad_alloc */
+extern "C" void *ha_cxx_new_failed(size_t n)
+{
+	return new_failed(n, 0);
+}
+
 #define NEW_ATTR HA_EXPORT
 using std::align_val_t;
 using std::nothrow_t;
 using std::size_t;
 
-NEW_ATTR void *operator new(size_t n) { return alloc_or_throw(n, 0); }
-NEW_ATTR void *operator new[](size_t n) { return alloc_or_throw(n, 0); }
 NEW_ATTR void *operator new(size_t n, const nothrow_t &) noexcept { return alloc_nothrow(n, 0, PLAIN); }
 NEW_ATTR void *operator new[](size_t n, const nothrow_t &) noexcept { return alloc_nothrow(n, 0, ARRAY); }
 NEW_ATTR void *operator new(size_t n, align_val_t a) { return alloc_or_throw(n, (size_t)a); }
@@ -84,12 +93,8 @@ NEW_ATTR void *operator new[](size_t n, align_val_t a, const nothrow_t &) noexce
 	return alloc_nothrow(n, (size_t)a, ALIGNED_ARRAY);
 }
 
-NEW_ATTR void operator delete(void *p) noexcept { ha_free(p); }
-NEW_ATTR void operator delete[](void *p) noexcept { ha_free(p); }
 NEW_ATTR void operator delete(void *p, const nothrow_t &) noexcept { ha_free(p); }
 NEW_ATTR void operator delete[](void *p, const nothrow_t &) noexcept { ha_free(p); }
-NEW_ATTR void operator delete(void *p, size_t) noexcept { ha_free(p); }
-NEW_ATTR void operator delete[](void *p, size_t) noexcept { ha_free(p); }
 NEW_ATTR void operator delete(void *p, align_val_t) noexcept { ha_free(p); }
 NEW_ATTR void operator delete[](void *p, align_val_t) noexcept { ha_free(p); }
 NEW_ATTR void operator delete(void *p, align_val_t, const nothrow_t &) noexcept { ha_free(p); }
