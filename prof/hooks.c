@@ -23,6 +23,10 @@
 #include "prof/session.h"
 
 HA_TLS struct ha_countdown ha_countdown;
+/* The bucket this thread's last sample went to (its index + 1; 0 none),
+ * tried before the hash: a program samples the same few stacks over and
+ * over, and a match (checked frame by frame) needs no hash and no chain. */
+static HA_TLS uint32_t last_bucket;
 
 /* Inlined into ha_prof_sampled and ha_prof_sampled_kept so that the
  * unwinder is called from the hook's own frame (prof/prof.h, stack
@@ -41,13 +45,14 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
-	uint64_t h = ha_table_hash(pcs, depth, req);
 	/* the common case, a known stack: one stripe lock, no table lock */
+	uint64_t h = 0;
 	uint32_t idx = 0;
-	int r = kept ? ha_objmap_count((uintptr_t)p, h, pcs, depth, req, &idx)
-		     : ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
+	int r = kept ? ha_objmap_count((uintptr_t)p, last_bucket, &h, pcs, depth, req, &idx)
+		     : ha_objmap_record((uintptr_t)p, last_bucket, &h, pcs, depth, req, &idx);
 	if (HA_LIKELY(r >= 0)) {
 		if (r) {
+			last_bucket = idx + 1;
 			*sampled = 1;
 			if (kept)
 				*kept = idx + 1;
@@ -57,6 +62,8 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	}
 	ha_table_lock();
 	ha_bucket *b = ha_table_record_hashed(h, pcs, depth, req);
+	if (b)
+		last_bucket = b->idx + 1;
 	if (b && kept) {
 		*sampled = 1;
 		*kept = b->idx + 1;
