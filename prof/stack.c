@@ -363,6 +363,7 @@ static HA_NOINLINE int rows_valid_gated(void)
  * half written. */
 static HA_TLS struct walk_memo memo;
 static HA_TLS int memo_ok;
+HA_TESTABLE unsigned replayed;    /* walks replayed (prof/unit.h; test builds only) */
 /* ha_stack_trim's answer for the memo's frames (valid: since the memo was
  * last noted), and whether the frames stack_unwind just returned are the
  * memo's (from_memo: the next trim may answer from it). */
@@ -409,6 +410,9 @@ static int stack_unwind(void **buf, int size)
 		int n = replay(buf, size, fp);
 		if (n >= 0) {
 			from_memo = 1;
+#ifdef HA_TESTING
+			replayed++;
+#endif
 			return n;
 		}
 		struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
