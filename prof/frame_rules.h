@@ -72,15 +72,19 @@ static inline const struct slot *ha_frame_slot_at(uintptr_t ip)
 struct walk { uintptr_t ip, sp, bp; int n; };
 enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
 
-/* The words a walk read, in order: the word at rd[i].at held rd[i].val,
- * a return address kept as a frame when rd[i].step is one frame (8), else
- * a saved RBP or the end.  A walk is a function of its start (IP, RSP,
- * and RBP when a frame's CFA follows RBP before any saved RBP is read:
- * need_bp) and of these words, as rules never change: a later walk from
- * the same start that finds the same words, each read only after the ones
- * before it matched (so at the address the walk itself would read next),
- * gives the same frames (stack.c replays it).  nreads > WALK_MEMO_READS:
- * too many to keep. */
+/* The words a walk read that its frames depend on, in order: the word at
+ * rd[i].at held rd[i].val, a return address kept as a frame when
+ * rd[i].step is one frame (8), else a saved RBP that a later frame's CFA
+ * follows, or the end.  (A saved RBP no CFA follows before the next one is
+ * read is left out: optimised code keeps anything in RBP, so its value
+ * changes from one call to the next without changing the stack.)  A walk
+ * is a function of its start (IP, RSP, and RBP when a frame's CFA follows
+ * RBP before any saved RBP is read: need_bp) and of these words, as rules
+ * never change: a later walk from the same start that finds the same
+ * words, each read only after the ones before it matched (so at an
+ * address the walk itself reads from the same frames), gives the same
+ * frames (stack.c replays it).  nreads > WALK_MEMO_READS: too many to
+ * keep. */
 #define WALK_MEMO_READS 16
 struct walk_read { uintptr_t at, val; uint32_t step; };
 struct walk_memo {
@@ -112,7 +116,10 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 	const struct slot *slots = t->slots;
 	uintptr_t mask = t->mask;
 	uintptr_t ip = w->ip, sp = w->sp, bp = w->bp;
-	int n = w->n, st = WALK_DONE, bp_read = 0;
+	int n = w->n, st = WALK_DONE;
+	/* RBP: 0 the start's, 1 read from pend_at and not noted yet, 2 noted */
+	int bp_state = 0;
+	uintptr_t pend_at = 0;
 	if (rec) {
 		rec->ip0 = ip;
 		rec->sp0 = sp;
@@ -138,8 +145,12 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 		uintptr_t cfa;
 		if (HA_LIKELY(r.kind == RULE_BP)) {
 			cfa = bp + (uintptr_t)(intptr_t)r.cfa_off;
-			if (rec && !bp_read)
+			if (rec && bp_state == 0) {
 				rec->need_bp = 1;
+			} else if (rec && bp_state == 1) {   /* a CFA follows it: noted */
+				memo_read(rec, pend_at, bp, 0);
+				bp_state = 2;
+			}
 		} else if (HA_LIKELY(r.kind == RULE_SP))
 			cfa = sp + (uintptr_t)(intptr_t)r.cfa_off;
 		else if (r.kind == RULE_END)
@@ -151,11 +162,9 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
 			return WALK_NO_RULE;
 		if (r.rbp_off) {
-			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
-			if (rec) {
-				memo_read(rec, cfa + (uintptr_t)(intptr_t)r.rbp_off, bp, 0);
-				bp_read = 1;
-			}
+			pend_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
+			bp = *(const uintptr_t *)pend_at;
+			bp_state = 1;
 		}
 		ip = *(const uintptr_t *)(cfa - 8);
 		sp = cfa;

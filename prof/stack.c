@@ -363,7 +363,9 @@ static HA_NOINLINE int rows_valid_gated(void)
  * half written. */
 static HA_TLS struct walk_memo memo;
 static HA_TLS int memo_ok;
-HA_TESTABLE unsigned replayed;    /* walks replayed (prof/unit.h; test builds only) */
+#ifdef HA_TESTING
+HA_TESTABLE unsigned replayed;    /* walks replayed (prof/unit.h) */
+#endif
 /* ha_stack_trim's answer for the memo's frames (valid: since the memo was
  * last noted), and whether the frames stack_unwind just returned are the
  * memo's (from_memo: the next trim may answer from it). */
@@ -384,7 +386,7 @@ static inline int replay(void **buf, int size, const uintptr_t *fp)
 	for (; r < e; r++) {
 		uintptr_t v = r->val;
 		/* read only once the words before matched: where the walk
-		 * itself would read next */
+		 * itself reads, from the same frames */
 		if (*(const uintptr_t *)r->at != v)
 			return -1;
 		*(void **)out = (void *)v;   /* kept when it is a frame */
