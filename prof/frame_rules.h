@@ -72,16 +72,61 @@ static inline const struct slot *ha_frame_slot_at(uintptr_t ip)
 struct walk { uintptr_t ip, sp, bp; int n; };
 enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
 
+/* The words a walk read that its frames depend on, in order: the word at
+ * rd[i].at held rd[i].val, a return address kept as a frame when
+ * rd[i].step is one frame (8), else a saved RBP that a later frame's CFA
+ * follows, or the end.  (A saved RBP no CFA follows before the next one is
+ * read is left out: optimised code keeps anything in RBP, so its value
+ * changes from one call to the next without changing the stack.)  A walk
+ * is a function of its start (IP, RSP, and RBP when a frame's CFA follows
+ * RBP before any saved RBP is read: need_bp) and of these words, as rules
+ * never change: a later walk from the same start that finds the same
+ * words, each read only after the ones before it matched (so at an
+ * address the walk itself reads from the same frames), gives the same
+ * frames (stack.c replays it).  nreads > WALK_MEMO_READS: too many to
+ * keep. */
+#define WALK_MEMO_READS 16
+struct walk_read { uintptr_t at, val; uint32_t step; };
+struct walk_memo {
+	uintptr_t ip0, sp0, bp0;
+	int size, n, nreads, need_bp;
+	struct walk_read rd[WALK_MEMO_READS];
+};
+
+static inline __attribute__((always_inline)) void memo_read(struct walk_memo *m, uintptr_t at,
+							    uintptr_t v, int ip)
+{
+	int i = m->nreads++;
+	if (i < WALK_MEMO_READS) {
+		m->rd[i].at = at;
+		m->rd[i].val = v;
+		m->rd[i].step = ip ? (uint32_t)sizeof(void *) : 0;
+	}
+}
+
 /* The walk by rules, from w on: WALK_DONE (w->n frames), or WALK_UNKNOWN
  * at a frame never met (w stands at it: learn it and walk on), or
- * WALK_NO_RULE when a frame has no rule (the caller takes the rows). */
-static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w)
+ * WALK_NO_RULE when a frame has no rule (the caller takes the rows).  rec
+ * (a constant NULL but in stack.c): note the words read, for a walk from
+ * w's start (w->n == 0). */
+static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w,
+							   struct walk_memo *rec)
 {
 	const struct frame_tab *t = ha_frame_tab_now();
 	const struct slot *slots = t->slots;
 	uintptr_t mask = t->mask;
 	uintptr_t ip = w->ip, sp = w->sp, bp = w->bp;
 	int n = w->n, st = WALK_DONE;
+	/* RBP: 0 the start's, 1 read from pend_at and not noted yet, 2 noted */
+	int bp_state = 0;
+	uintptr_t pend_at = 0;
+	if (rec) {
+		rec->ip0 = ip;
+		rec->sp0 = sp;
+		rec->bp0 = bp;
+		rec->size = size;
+		rec->nreads = rec->need_bp = 0;
+	}
 	if (HA_UNLIKELY(n >= size))
 		return st;
 	for (;;) {
@@ -98,9 +143,15 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 		}
 		struct rule r = s->rule;
 		uintptr_t cfa;
-		if (HA_LIKELY(r.kind == RULE_BP))
+		if (HA_LIKELY(r.kind == RULE_BP)) {
 			cfa = bp + (uintptr_t)(intptr_t)r.cfa_off;
-		else if (HA_LIKELY(r.kind == RULE_SP))
+			if (rec && bp_state == 0) {
+				rec->need_bp = 1;
+			} else if (rec && bp_state == 1) {   /* a CFA follows it: noted */
+				memo_read(rec, pend_at, bp, 0);
+				bp_state = 2;
+			}
+		} else if (HA_LIKELY(r.kind == RULE_SP))
 			cfa = sp + (uintptr_t)(intptr_t)r.cfa_off;
 		else if (r.kind == RULE_END)
 			break;
@@ -110,13 +161,20 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 		 * stack, ask libunwind */
 		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
 			return WALK_NO_RULE;
-		if (r.rbp_off)
-			bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off);
+		if (r.rbp_off) {
+			pend_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
+			bp = *(const uintptr_t *)pend_at;
+			bp_state = 1;
+		}
 		ip = *(const uintptr_t *)(cfa - 8);
 		sp = cfa;
+		if (rec)
+			memo_read(rec, cfa - 8, ip, ip >= 0x4000);
 		if (HA_UNLIKELY(ip < 0x4000))
 			break;
 	}
+	if (rec)
+		rec->n = n;
 	w->ip = ip;
 	w->sp = sp;
 	w->bp = bp;
@@ -131,7 +189,7 @@ static inline __attribute__((always_inline)) int rule_walk_from(void **buf, int 
 								const uintptr_t *fp)
 {
 	struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
-	return rule_walk(buf, size, &w) == WALK_DONE ? w.n : -1;
+	return rule_walk(buf, size, &w, NULL) == WALK_DONE ? w.n : -1;
 }
 
 /* ---- frame_rules.c ------------------------------------------------------- */

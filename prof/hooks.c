@@ -23,6 +23,12 @@
 #include "prof/session.h"
 
 HA_TLS struct ha_countdown ha_countdown;
+/* The bucket this thread's last sample went to (its index + 1; 0 none)
+ * and that sample's size: a program samples the same few stacks over and
+ * over, and a match (checked frame by frame) needs no hash and no chain.
+ * Tried for a sample of the same size only, as another size is most often
+ * another bucket (one line per size key). */
+static HA_TLS struct { uint32_t bucket; size_t req; } last;
 
 /* Inlined into ha_prof_sampled and ha_prof_sampled_kept so that the
  * unwinder is called from the hook's own frame (prof/prof.h, stack
@@ -41,13 +47,16 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
-	uint64_t h = ha_table_hash(pcs, depth, req);
 	/* the common case, a known stack: one stripe lock, no table lock */
+	uint64_t h = 0;
 	uint32_t idx = 0;
-	int r = kept ? ha_objmap_count((uintptr_t)p, h, pcs, depth, req, &idx)
-		     : ha_objmap_record((uintptr_t)p, h, pcs, depth, req);
+	uint32_t hint = req == last.req ? last.bucket : 0;
+	int r = kept ? ha_objmap_count((uintptr_t)p, hint, &h, pcs, depth, req, &idx)
+		     : ha_objmap_record((uintptr_t)p, hint, &h, pcs, depth, req, &idx);
 	if (HA_LIKELY(r >= 0)) {
 		if (r) {
+			last.bucket = idx + 1;
+			last.req = req;
 			*sampled = 1;
 			if (kept)
 				*kept = idx + 1;
@@ -57,6 +66,10 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	}
 	ha_table_lock();
 	ha_bucket *b = ha_table_record_hashed(h, pcs, depth, req);
+	if (b) {
+		last.bucket = b->idx + 1;
+		last.req = req;
+	}
 	if (b && kept) {
 		*sampled = 1;
 		*kept = b->idx + 1;

@@ -195,15 +195,30 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
 	return 0;
 }
 
-int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, size_t req)
+/* The bucket of a sample's stack: at hint when it is there (the same stack
+ * as this thread's last sample), else by its hash, computed into *th.  The
+ * caller holds a stripe lock, which keeps the table alive (prof.h). */
+static inline ha_bucket *lookup(uint32_t hint, uint64_t *th, const uintptr_t *pcs, int depth,
+				size_t req)
+{
+	if (hint) {
+		ha_bucket *b = ha_table_find_at(hint - 1, pcs, depth, req);
+		if (b)
+			return b;
+	}
+	*th = ha_table_hash(pcs, depth, req);
+	return ha_table_find(*th, pcs, depth, req);
+}
+
+int ha_objmap_record(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *pcs, int depth,
+		     size_t req, uint32_t *idx)
 {
 	if (HA_UNLIKELY(!storable(p)))
 		return 0;
 	uint64_t h = mix(p);
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
-	/* our stripe lock keeps the table alive while we look (prof.h) */
-	ha_bucket *b = ha_table_find(th, pcs, depth, req);
+	ha_bucket *b = lookup(hint, th, pcs, depth, req);
 	if (!b) {
 		ha_plock_unlock(&st->lock);
 		return -1;
@@ -216,17 +231,17 @@ int ha_objmap_record(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, 
 	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
 	ha_peak_touch(b);
 	put(st, h, p, b, req);
+	*idx = b->idx;
 	ha_plock_unlock(&st->lock);
 	return 1;
 }
 
-int ha_objmap_count(uintptr_t p, uint64_t th, const uintptr_t *pcs, int depth, size_t req,
-		    uint32_t *idx)
+int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *pcs, int depth,
+		    size_t req, uint32_t *idx)
 {
 	stripe *st = &stripes[mix(p) & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
-	/* our stripe lock keeps the table alive while we look (prof.h) */
-	ha_bucket *b = ha_table_find(th, pcs, depth, req);
+	ha_bucket *b = lookup(hint, th, pcs, depth, req);
 	if (b) {
 		__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);

@@ -237,6 +237,10 @@ ha_bucket *ha_table_record_hashed(uint64_t h, const uintptr_t *pcs, int depth, s
  * NULL when it does not exist yet (or the table is gone).  Counts nothing.
  * The caller holds an object-map stripe lock or the table lock. */
 ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req);
+/* Bucket idx when it is (pcs, size key of req), else NULL: a sample's
+ * stack checked against a bucket it is likely to have, without the hash.
+ * The caller holds an object-map stripe lock or the table lock. */
+ha_bucket *ha_table_find_at(uint32_t idx, const uintptr_t *pcs, int depth, size_t req);
 /* The bucket numbered idx (ha_bucket.idx), which exists.  The caller holds
  * an object-map stripe lock or the table lock. */
 ha_bucket *ha_table_bucket(uint32_t idx);
@@ -268,11 +272,15 @@ void ha_objmap_destroy(void);
 /* Remember p -> (b, req); 0, or ENOMEM (then the sample is dropped). */
 int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
 /* Record a sample whose bucket already exists, holding only p's stripe
- * lock: find the bucket (hash h, ha_table_hash), count the allocation in
- * it and remember p.  1 recorded; 0 dropped (no memory to remember p);
- * -1 no such bucket yet: the caller takes the table lock and uses
+ * lock: find the bucket, count the allocation in it and remember p.  The
+ * bucket is looked for first at hint (an index + 1, 0 for none: the last
+ * bucket this thread sampled into, ha_table_find_at), else by the stack's
+ * hash, which is then computed into *h (ha_table_hash).  1 recorded, with
+ * the bucket's index in *idx; 0 dropped (no memory to remember p); -1 no
+ * such bucket yet (*h computed): the caller takes the table lock and uses
  * ha_table_record_hashed + ha_objmap_insert instead. */
-int ha_objmap_record(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req);
+int ha_objmap_record(uintptr_t p, uint32_t hint, uint64_t *h, const uintptr_t *pcs, int depth,
+		     size_t req, uint32_t *idx);
 /* Forget p and subtract it from its bucket; 1 if it was known (_bytes:
  * and its bytes in *bytes). */
 int ha_objmap_remove(uintptr_t p);
@@ -283,8 +291,8 @@ int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes);
  * counts its free in bucket idx, nothing once the block's session (the
  * allocator's) has ended.  Both
  * hold p's stripe lock, which keeps the table alive. */
-int ha_objmap_count(uintptr_t p, uint64_t h, const uintptr_t *pcs, int depth, size_t req,
-		    uint32_t *idx);
+int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *h, const uintptr_t *pcs, int depth,
+		    size_t req, uint32_t *idx);
 void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
 /* Where the map lives, for the root (remote.c; prof/root.h). */

@@ -354,6 +354,47 @@ static HA_NOINLINE int rows_valid_gated(void)
 	return ok;
 }
 
+/* This thread's last walk by rules alone (frame_rules.h, struct
+ * walk_memo): a program samples from the same few places, and a stack
+ * whose start and words are the last one's is replayed, a load and a
+ * compare a word, instead of walked (~30 instructions a frame).  ok: it
+ * may be replayed.  Written and read only inside the sampling hook (the
+ * thread's re-entrancy guard is held), so a signal handler never sees it
+ * half written. */
+static HA_TLS struct walk_memo memo;
+static HA_TLS int memo_ok;
+#ifdef HA_TESTING
+HA_TESTABLE unsigned replayed;    /* walks replayed (prof/unit.h) */
+#endif
+/* ha_stack_trim's answer for the memo's frames (valid: since the memo was
+ * last noted), and whether the frames stack_unwind just returned are the
+ * memo's (from_memo: the next trim may answer from it). */
+static HA_TLS struct { int valid, asked, max, nr, n, at, depth; } trimmed;
+static HA_TLS int from_memo;
+
+/* The last walk again into buf if this one, from fp's frame and of size
+ * frames, is that walk: its frame count, else -1. */
+static inline int replay(void **buf, int size, const uintptr_t *fp)
+{
+	const struct walk_memo *m = &memo;
+	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != (uintptr_t)(fp + 2) ||
+	    m->size != size || (m->need_bp && m->bp0 != fp[0]))
+		return -1;
+	const struct walk_read *r = m->rd, *e = r + m->nreads;
+	char *out = (char *)(buf + 1);
+	buf[0] = (void *)m->ip0;
+	for (; r < e; r++) {
+		uintptr_t v = r->val;
+		/* read only once the words before matched: where the walk
+		 * itself reads, from the same frames */
+		if (*(const uintptr_t *)r->at != v)
+			return -1;
+		*(void **)out = (void *)v;   /* kept when it is a frame */
+		out += r->step;
+	}
+	return (int)((void **)out - buf);
+}
+
 /* The unwinder the sampling hook calls from its own frame (hooks.c),
  * so that no extra frame of ours has to be walked and then dropped: the
  * rules walk from the hook's frame (learning the frames they meet for the
@@ -361,17 +402,30 @@ static HA_NOINLINE int rows_valid_gated(void)
 static int stack_unwind(void **buf, int size)
 {
 	const uintptr_t *fp = __builtin_frame_address(0);
+	from_memo = 0;
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
 	/* an unload is looked for every RECHECK stacks a thread walks (it
 	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
 	if (HA_LIKELY(!__atomic_load_n(&ha_frame_rows_off, __ATOMIC_RELAXED)) &&
 	    (HA_LIKELY(walks++ % RECHECK) || rows_valid_gated())) {
+		int n = replay(buf, size, fp);
+		if (n >= 0) {
+			from_memo = 1;
+#ifdef HA_TESTING
+			replayed++;
+#endif
+			return n;
+		}
 		struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
+		/* the first walk notes what it reads; one that had to learn
+		 * a frame is noted at its next time, all known then */
+		int st = rule_walk(buf, size, &w, &memo);
+		memo_ok = from_memo = st == WALK_DONE && memo.nreads <= WALK_MEMO_READS;
+		trimmed.valid = 0;
+		if (HA_LIKELY(st == WALK_DONE))
+			return w.n;
 		for (;;) {
-			int st = rule_walk(buf, size, &w);
-			if (HA_LIKELY(st == WALK_DONE))
-				return w.n;
 			if (st == WALK_NO_RULE)
 				break;
 			gate_enter();
@@ -379,6 +433,9 @@ static int stack_unwind(void **buf, int size)
 			gate_leave();
 			if (!on)
 				break;
+			st = rule_walk(buf, size, &w, NULL);
+			if (HA_LIKELY(st == WALK_DONE))
+				return w.n;
 		}
 	}
 	gate_enter();
@@ -400,6 +457,8 @@ int ha_stack_want(void)
 	return w < HA_STACK_RAW ? w : HA_STACK_RAW;
 }
 
+static inline int trim(const uintptr_t *raw, int n, int asked, int max, int *start);
+
 static inline int ours(uintptr_t pc, int nr)
 {
 	for (int k = 0; k < nr; k++)
@@ -409,6 +468,31 @@ static inline int ours(uintptr_t pc, int nr)
 }
 
 int ha_stack_trim(const uintptr_t *raw, int n, int asked, int max, int *start)
+{
+	int nr = __atomic_load_n(&nranges, __ATOMIC_ACQUIRE);
+	/* the memo's frames again (the same raw as when this was worked out) */
+	int memo_raw = from_memo;
+	from_memo = 0;
+	if (memo_raw && trimmed.valid && trimmed.asked == asked && trimmed.max == max &&
+	    trimmed.nr == nr && trimmed.n == n) {
+		*start = trimmed.at;
+		return trimmed.depth;
+	}
+	int d = trim(raw, n, asked, max, start);
+	if (memo_raw && d >= 0) {
+		trimmed.asked = asked;
+		trimmed.max = max;
+		trimmed.nr = nr;
+		trimmed.n = n;
+		trimmed.at = *start;
+		trimmed.depth = d;
+		trimmed.valid = 1;
+	}
+	return d;
+}
+
+/* ha_stack_trim's work: the first frame not ours in raw[0, n). */
+static inline int trim(const uintptr_t *raw, int n, int asked, int max, int *start)
 {
 	int nr = __atomic_load_n(&nranges, __ATOMIC_ACQUIRE);
 	int i = 0;

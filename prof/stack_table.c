@@ -185,6 +185,15 @@ ha_bucket *ha_table_find(uint64_t h, const uintptr_t *pcs, int depth, size_t req
 	return NULL;
 }
 
+ha_bucket *ha_table_find_at(uint32_t idx, const uintptr_t *pcs, int depth, size_t req)
+{
+	ha_bucket *b = ha_table_bucket_live(idx);
+	if (!b || b->depth != (uint32_t)depth || b->skey != ha_table_size_key(req) ||
+	    memcmp(b->pcs, pcs, (size_t)depth * sizeof *pcs) != 0)
+		return NULL;
+	return b;
+}
+
 /* Relink every bucket into heads twice as many, and publish them; under the
  * table lock.  A finder still on the old heads may step from an old chain
  * into a new one and miss its bucket (it then takes the table lock and

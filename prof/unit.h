@@ -66,6 +66,8 @@ void find_cgroup_limits(void);
 void oom_check(uint64_t as, uint64_t rss);
 /* frame_rules.c */
 extern unsigned learned_at;   /* frames learned by learn_at */
+/* stack.c */
+extern unsigned replayed;     /* walks replayed from the thread's last */
 #endif
 
 #endif

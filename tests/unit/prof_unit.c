@@ -237,11 +237,28 @@ static void objmap_and_table(void)
 	uint32_t idx = 99;
 	pcs[0] = 0x1000 + 3;
 	uint64_t a0 = b[3]->alloc_count, f0 = b[3]->free_count, fb0 = b[3]->free_bytes;
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, ha_table_hash(pcs, 3, 100), pcs, 3, 100, &idx), 1);
+	uint64_t h = 0;
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, 0, &h, pcs, 3, 100, &idx), 1);
 	CHECK_EQ(idx, b[3]->idx);
+	CHECK_EQ(h, ha_table_hash(pcs, 3, 100));
 	CHECK_EQ(b[3]->alloc_count, a0 + 1);
 	uintptr_t nope[3] = { 0x9000, 0x2000, 0x3000 };
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, ha_table_hash(nope, 3, 100), nope, 3, 100, &idx), -1);
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, 0, &h, nope, 3, 100, &idx), -1);
+	CHECK_EQ(h, ha_table_hash(nope, 3, 100));
+	/* a hint: its bucket when the stack is that bucket's, the hash's when
+	 * not (another stack, another size key, no such bucket) */
+	h = 0;
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, b[3]->idx + 1, &h, pcs, 3, 100, &idx), 1);
+	CHECK_EQ(idx, b[3]->idx);
+	CHECK_EQ(h, 0);                   /* found at the hint: not hashed */
+	CHECK_EQ(b[3]->alloc_count, a0 + 2);
+	pcs[0] = 0x1000 + 4;
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, b[3]->idx + 1, &h, pcs, 3, 100, &idx), 1);
+	CHECK_EQ(idx, b[4]->idx);
+	CHECK_EQ(b[3]->alloc_count, a0 + 2);
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, b[4]->idx + 1, &h, pcs, 3, 100000, &idx), -1);
+	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, NB + 50, &h, nope, 3, 100, &idx), -1);
+	pcs[0] = 0x1000 + 3;
 	ha_objmap_free_kept(0x7e0000000000ull, b[3]->idx, 112, session_now);
 	CHECK_EQ(b[3]->free_count, f0 + 1);
 	CHECK_EQ(b[3]->free_bytes, fb0 + 112);
@@ -316,9 +333,9 @@ static void *counter(void *arg)
 		for (uintptr_t k = 0; k < NT; k++) {
 			uintptr_t t = (me + k) % NT;      /* its own first, then the others' */
 			uintptr_t pcs[2] = { 0x100000 + (t * PER + i) * 16, 0x7000 };
-			uint64_t h = ha_table_hash(pcs, 2, 64);
+			uint64_t h;
 			uint32_t idx;
-			if (ha_objmap_count(0x7d0000000000ull + i * 16, h, pcs, 2, 64, &idx) < 0) {
+			if (ha_objmap_count(0x7d0000000000ull + i * 16, 0, &h, pcs, 2, 64, &idx) < 0) {
 				ha_table_lock();
 				ha_table_record_hashed(h, pcs, 2, 64);
 				ha_table_unlock();

@@ -87,6 +87,31 @@ static __attribute__((noinline)) void capture(int want_rules, int expect_none)
 
 static volatile int sink;
 
+/* One capture site reached through two callers whose frames are alike
+ * and called from one place: each capture starts where the last one did
+ * (the same frame of capture(), the same return address), and the words
+ * above differ only at the caller's return address, which a replay of
+ * the last walk must notice. */
+static __attribute__((noinline)) void site(void)
+{
+	capture(1, 0);
+	sink++;
+}
+
+static __attribute__((noinline)) void via_a(void)
+{
+	site();
+	sink++;
+}
+
+static __attribute__((noinline)) void via_b(void)
+{
+	site();
+	sink++;
+}
+
+static void (*volatile const via[2])(void) = { via_a, via_b };
+
 static __attribute__((noinline)) void rec(int d, int want)
 {
 	if (d == 0)
@@ -184,6 +209,15 @@ int main(void)
 	with_alloca(4, 64, 1);
 	with_alloca(4, 3000, 1);
 	with_alloca(4, 40000, 1);
+
+	/* the same stack again is replayed from the last walk; one that
+	 * differs only high up is walked again (both equal libunwind's) */
+	unsigned r0 = replayed;
+	for (int i = 0; i < 18; i++)
+		via[(i >> 1) & 1]();      /* a, a, b, b, ... */
+	/* the second of each pair but the first two (each came after a new
+	 * caller's frame was learned, whose walk is not noted) */
+	CHECK_EQ(replayed - r0, 7);
 
 	/* a frame larger than a rule may describe: the rows walk it */
 	big_frame(0);
