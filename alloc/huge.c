@@ -72,6 +72,7 @@
 #define REGION_MAX ((size_t)1 << 30)
 #define REGION_ROUND ((size_t)2 << 20)
 #define REGION_WORDS (REGION_MAX / PG / 64)
+#define SUM_WORDS (REGION_WORDS / 64)     /* a summary bit per bitmap word */
 #define REGION_BLOCK_MAX (REGION_MAX / 4)   /* bigger blocks: own mapping */
 #define NREGIONS 64
 #define CACHE_MIN ((size_t)64 << 20)
@@ -100,7 +101,9 @@ typedef struct hregion {
 	size_t pages;         /* 0: slot unused */
 	size_t used;          /* busy pages */
 	size_t fdirty;        /* free and dirty pages */
+	size_t top;           /* pages from here on were never busy: free, clean */
 	uint64_t *busy, *dirty;   /* meta memory, REGION_WORDS each, kept */
+	uint64_t *full, *empty;   /* after busy: which busy words are all 1 / all 0 */
 } hregion;
 
 static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,11 +135,48 @@ static hregion *region_of(uintptr_t a)
 	return NULL;
 }
 
+/* Busy bits [i, i + n) set to v, the summaries kept exact for the words
+ * touched: the run search skips 64 whole busy or free words a step. */
+static void busy_mark(hregion *R, size_t i, size_t n, int v)
+{
+	if (!n)
+		return;
+	if (v)
+		ha_bits_set(R->busy, i, n);
+	else
+		ha_bits_clear(R->busy, i, n);
+	for (size_t w = i >> 6, last = (i + n - 1) >> 6; w <= last; w++) {
+		uint64_t x = R->busy[w], bit = (uint64_t)1 << (w & 63);
+		R->full[w >> 6] = x == ~(uint64_t)0 ? R->full[w >> 6] | bit : R->full[w >> 6] & ~bit;
+		R->empty[w >> 6] = !x ? R->empty[w >> 6] | bit : R->empty[w >> 6] & ~bit;
+	}
+}
+
+/* First page in [i, end) whose busy bit is `want`, else end. */
+static size_t busy_next(const hregion *R, size_t i, size_t end, int want)
+{
+	if (i >= end)
+		return end;
+	uint64_t w = (want ? R->busy[i >> 6] : ~R->busy[i >> 6]) & (~(uint64_t)0 << (i & 63));
+	size_t j = i >> 6;
+	if (!w) {
+		/* the next word that is not all of the other value */
+		j = ha_bits_next(want ? R->empty : R->full, j + 1, (end + 63) >> 6, 0);
+		if (j >= (end + 63) >> 6)
+			return end;
+		w = want ? R->busy[j] : ~R->busy[j];
+	}
+	size_t r = j * 64 + (size_t)__builtin_ctzll(w);
+	return r < end ? r : end;
+}
+
 static void take_pages(hregion *R, size_t i, size_t n)
 {
 	size_t d = ha_bits_count(R->dirty, i, n);
-	ha_bits_set(R->busy, i, n);
+	busy_mark(R, i, n, 1);
 	R->used += n;
+	if (i + n > R->top)
+		R->top = i + n;
 	R->fdirty -= d;
 	free_dirty -= d;
 }
@@ -144,7 +184,7 @@ static void take_pages(hregion *R, size_t i, size_t n)
 /* Pages [i, i+n) become free; dirty: they may be resident. */
 static void give_pages(hregion *R, size_t i, size_t n, int dirty)
 {
-	ha_bits_clear(R->busy, i, n);
+	busy_mark(R, i, n, 0);
 	R->used -= n;
 	if (dirty) {
 		/* busy until now, so none of them was counted in fdirty */
@@ -156,7 +196,18 @@ static void give_pages(hregion *R, size_t i, size_t n, int dirty)
 	}
 }
 
-/* The window of n pages that faults least (see header); NULL if none. */
+/* Clean pages in [i, i + n), exact when <= limit: the bitmap up to top,
+ * all of them past it. */
+static size_t clean_in(const hregion *R, size_t i, size_t n, size_t limit)
+{
+	size_t past = i + n > R->top ? i + n - (i > R->top ? i : R->top) : 0;
+	if (past > limit)
+		return past;
+	return past + ha_bits_count_clear_upto(R->dirty, i, n - past, limit - past);
+}
+
+/* The window of n pages that faults least (see header); NULL if none.
+ * The scan stops at a region's top: what lies past it is one free run. */
 static hregion *region_pick(size_t n, size_t *at)
 {
 	hregion *best = NULL;
@@ -165,16 +216,21 @@ static hregion *region_pick(size_t n, size_t *at)
 		hregion *R = &regions[r];
 		if (!R->pages || R->pages - R->used < n)
 			continue;
+		size_t top = R->top;
 		for (size_t i = 0; i < R->pages;) {
-			size_t a = ha_bits_next(R->busy, i, R->pages, 0);
+			size_t a = busy_next(R, i, top, 0);
 			if (a == R->pages)
 				break;
-			size_t b = ha_bits_next(R->busy, a, R->pages, 1);
+			size_t b = busy_next(R, a, top, 1);
+			if (b == top)
+				b = R->pages;
 			i = b;
 			if (b - a < n)
 				continue;
-			size_t cf = n - ha_bits_count(R->dirty, a, n);
-			size_t cb = b - a == n ? cf : n - ha_bits_count(R->dirty, b - n, n);
+			/* counted only while they could still win */
+			size_t cf = clean_in(R, a, n, best_clean);
+			size_t cb = b - a == n ? cf
+				: clean_in(R, b - n, n, cf < best_clean ? cf : best_clean);
 			size_t c = cf <= cb ? cf : cb;
 			if (c < best_clean || (c == best_clean && b - a < best_run)) {
 				best = R;
@@ -211,7 +267,7 @@ static int region_add(size_t n)
 	for (unsigned r = 0; r < NREGIONS && !have; r++)
 		have = !__atomic_load_n(&regions[r].pages, __ATOMIC_RELAXED) && regions[r].busy;
 	if (!have) {
-		nb = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
+		nb = ha_meta_alloc((REGION_WORDS + 2 * SUM_WORDS) * sizeof(uint64_t));
 		nd = ha_meta_alloc(REGION_WORDS * sizeof(uint64_t));
 	}
 	ha_lock(&huge_lock);
@@ -222,9 +278,15 @@ static int region_add(size_t n)
 	if (R && !R->busy && nb && nd) {
 		R->busy = nb;
 		R->dirty = nd;
+		R->full = nb + REGION_WORDS;
+		R->empty = R->full + SUM_WORDS;
 	} else if (R && R->busy) {
 		memset(R->busy, 0, len / PG / 8);
 		memset(R->dirty, 0, len / PG / 8);
+	}
+	if (R && R->busy) {
+		memset(R->full, 0, SUM_WORDS * sizeof(uint64_t));
+		memset(R->empty, 0xff, SUM_WORDS * sizeof(uint64_t));
 	}
 	if (!R || !R->busy) {
 		ha_unlock(&huge_lock);
@@ -235,6 +297,7 @@ static int region_add(size_t n)
 	R->pages = len / PG;
 	R->used = 0;
 	R->fdirty = 0;
+	R->top = 0;
 	region_bytes += len;
 	ha_unlock(&huge_lock);
 	return 1;
@@ -308,7 +371,7 @@ static size_t release(int all, int idle)
 			continue;
 		}
 		/* the last free dirty page, and free pages before it */
-		size_t d = R->pages;
+		size_t d = R->top;   /* nothing past it is dirty */
 		int found = 0;
 		while (d && !found) {
 			size_t w = (d - 1) >> 6;
@@ -537,7 +600,7 @@ void *ha_huge_realloc(void *p, size_t n)
 			give_pages(R, i + l, o - l, 1);
 			over = free_dirty * PG > cache_budget();
 			q = p;
-		} else if (i + l <= R->pages && ha_bits_next(R->busy, i + o, i + l, 1) == i + l) {
+		} else if (i + l <= R->pages && busy_next(R, i + o, i + l, 1) == i + l) {
 			take_pages(R, i + o, l - o);
 			q = p;
 		}

@@ -119,7 +119,8 @@ static void serves_malloc(void)
 
 /* The huge regions' bitmaps against a bit-at-a-time reference: random runs
  * set and cleared across word boundaries (runs of 0, 1, 63, 64, 65 and
- * more bits), every count and every next-bit search compared. */
+ * more bits), every count (bounded ones too) and every next-bit search
+ * compared. */
 static void bitmaps(void)
 {
 	enum { NB = 640 };
@@ -146,6 +147,12 @@ static void bitmaps(void)
 		for (size_t k = j; k < j + m; k++)
 			c += ref[k];
 		CHECK_EQ(ha_bits_count(b, j, m), c);
+		size_t lim = (size_t)((x >> 8) % (m + 2)), cz = ha_bits_count_clear_upto(b, j, m, lim);
+		if (m - c <= lim)
+			CHECK_EQ(cz, m - c);
+		else
+			CHECK(cz > lim);
+		CHECK_EQ(ha_bits_count_clear_upto(b, j, m, (size_t)-1), m - c);
 		for (int want = 0; want < 2; want++) {
 			size_t e = j + m, r = j;
 			while (r < e && ref[r] != want)
