@@ -22,7 +22,7 @@
  *     would fault — and among equals the tightest run.  calloc zeroes only
  *     the window's dirty pages: clean ones come zeroed from the kernel.
  *   - freed pages stay resident (dirty) for reuse, within a budget: huge
- *     bytes in use plus free dirty bytes may reach 1.5x the recent peak of
+ *     bytes in use plus free dirty bytes may reach 2x the recent peak of
  *     huge bytes in use; the free dirty bytes alone may always reach 64 MiB
  *     and never pass 256 MiB.  The peak decays by 1/128 at every huge free,
  *     so a program that shrinks sees its budget follow it down.  Past the
@@ -86,9 +86,12 @@
 /* ...and room for this share of the huge bytes in use: a program that keeps
  * a working set of big blocks and replaces them one by one (mimalloc-bench's
  * malloc-large: 20 live of 5-25 MiB) reuses freed pages instead of faulting
- * each new block in; 1/2 cut its faults from 2.7 to 1.0 GB at no higher peak
- * RSS.  It follows the live bytes down, so a freed spike still goes back. */
-#define HUGE_LIVE_SHARE 2
+ * each new block in: the freed holes are rarely the next block's size, so
+ * it takes about as much free as in use (with the 2x peak above) to cut
+ * its faults to 0.5 GB (1/2: 0.9 GB; tcmalloc 0.7 GB) at a peak RSS still
+ * under glibc's.  It follows the live bytes down, so a freed spike still
+ * goes back. */
+#define HUGE_LIVE_SHARE 1
 
 typedef struct hhdr {
 	uint64_t req;         /* requested size | flags (profiling) */
@@ -307,7 +310,7 @@ static size_t cache_budget(void)
 {
 	size_t pk = __atomic_load_n(&recent_peak, __ATOMIC_RELAXED);
 	size_t use = __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
-	size_t top = pk + pk / 2;
+	size_t top = pk * 2;
 	size_t b = top > use ? top - use : 0;
 	b = b < CACHE_MIN ? CACHE_MIN : b > CACHE_MAX ? CACHE_MAX : b;
 	size_t last = __atomic_load_n(&last_freed, __ATOMIC_RELAXED);
