@@ -320,6 +320,20 @@ static void span_unmap(ha_span *s, size_t bytes)
 	rec_put(s);
 }
 
+/* Spans start on page boundaries, so the first object of every class
+ * would share one set of the L1 cache (64 sets of 64 bytes: bits 6-11),
+ * and a program that reuses one block of each of 16 sizes misses on every
+ * other pop (12 ways).  Carving starts at a different line of the page in
+ * each new span instead (Bonwick's slab colouring), stepping 7 lines at a
+ * time so that consecutive spans cover all 64 sets. */
+static uint32_t span_color(const ha_span *s)
+{
+	static uint32_t next;   /* a hint: racy increments are harmless */
+	uint32_t line = __atomic_fetch_add(&next, 7, __ATOMIC_RELAXED) & 63;
+	uint32_t k = (line * 64 + s->size - 1) / s->size;
+	return k < s->nobj ? k : 0;
+}
+
 static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 {
 	s->cls = cls;
@@ -330,6 +344,7 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 	s->ror = ha_class_ror[cls];
 	s->tl_key = ha_tl_key(cls);
 	s->plain_max = s->nobj;
+	s->color = span_color(s);
 }
 
 static ha_span *span_reuse(unsigned cls)
@@ -434,7 +449,8 @@ static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **
 			got++;
 		}
 		while (got < want && s->carved < s->nobj) {
-			void *o = (void *)(s->base + (uintptr_t)s->carved * size);
+			uint32_t k = s->carved + s->color;   /* in turn from the colour on */
+			void *o = (void *)(s->base + (uintptr_t)(k < s->nobj ? k : k - s->nobj) * size);
 			s->carved++;
 			*(void **)o = *head;
 			*head = o;
