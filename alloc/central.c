@@ -321,11 +321,12 @@ static void span_unmap(ha_span *s, size_t bytes)
 }
 
 /* Spans start on page boundaries, so the first object of every class
- * would share one set of the L1 cache (64 sets of 64 bytes: bits 6-11),
- * and a program that reuses one block of each of 16 sizes misses on every
- * other pop (12 ways).  Carving starts at a different line of the page in
- * each new span instead (Bonwick's slab colouring), stepping 7 lines at a
- * time so that consecutive spans cover all 64 sets. */
+ * would share one L1 set (bits 6-11 of the address).  Carving starts at a
+ * different line of the page in each new span instead (slab colouring),
+ * 7 lines further each time so that consecutive spans cover all 64 sets.
+ * In callgrind's cache model this takes a loop of random 16-256 B pairs
+ * from 0.35 D1 misses a pair to 0; on this VM's hardware the loop's time
+ * did not change (7.5 ns either way). */
 static uint32_t span_color(const ha_span *s)
 {
 	static uint32_t next;   /* a hint: racy increments are harmless */
