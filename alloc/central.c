@@ -36,33 +36,36 @@
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
 #define SPAN_DECAY_MS HA_DECAY_MS
 
-/* A thread moves up to HA_MOVE_BATCHES batches under one lock hold, so a
- * class's slots hold a few such moves. */
-#define TRANSFER_SLOTS 128
+/* Each class's transfer cache is an array of block pointers, taken from
+ * and given to by memcpy under the class lock (block memory is never
+ * touched here: a block one core freed and another will allocate keeps
+ * its cache line where it is).  Its capacity in blocks: TRANSFER_CLASS
+ * bytes of them, between 16 moves of the largest size (a thread that only
+ * frees hands over HA_MOVE_BATCHES batches at a time, and two or more do
+ * so at once) and TRANSFER_MAX_OBJS; the array is made on first use. */
+#define TRANSFER_CLASS ((uint64_t)4 << 20)
+#define TRANSFER_MAX_OBJS 65536u
 /* Empty spans a class keeps before handing them to the pool: refilling
  * from a kept span costs no page-map update. */
 #define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
-/* All classes' transfer caches together hold at most this much: objects
+/* All classes' transfer caches together hold at most this much: blocks
  * past it go back to their spans, so a heap that shrank can shrink. */
-#define TRANSFER_BYTES ((uint64_t)8 << 20)
+#define TRANSFER_BYTES ((uint64_t)16 << 20)
 static ha_counter transfer;        /* bytes in all transfer caches (atomic) */
 #define transfer_bytes (transfer.v)
 
 typedef struct central {
 	pthread_mutex_t lock;
-	unsigned nbatches;       /* in slots[class] */
+	unsigned nx;             /* blocks in xa */
+	unsigned xcap;           /* xa's capacity, 0 until made */
+	void **xa;               /* the transfer array (meta memory) */
 	ha_span *partial;        /* spans with free or uncarved objects */
 	uint64_t nspans;
-	uint64_t free_objs;      /* in spans and batches */
+	uint64_t free_objs;      /* in spans and the transfer array */
 	uint64_t empty_bytes;    /* in empty spans kept on the list */
 } __attribute__((aligned(64))) central;
 
 static central centrals[HA_NCLASSES];
-/* Each class's transfer cache, apart from the centrals so that what walks
- * those (statistics, fork) leaves the slots' pages untouched (not resident
- * until a class uses them): a batch's first object and its last, through
- * which batches link in O(1). */
-static struct tslot { void *head, *tail; } slots[HA_NCLASSES][TRANSFER_SLOTS];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_span *rec_free;
 /* the free-span pool, under rec_lock: per span size, a hot list (newest at
@@ -430,8 +433,10 @@ static void pool_drain(void)
 	pool_decay(ha_now_ms(), 0);
 }
 
-/* Take up to want objects from c's spans onto *head; returns how many. */
-static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **head)
+/* Take up to want blocks from c's spans into out[0 ..); returns how many.
+ * A carved block is not touched: its pages fault in at the program's
+ * first write. */
+static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **out)
 {
 	unsigned got = 0;
 	uint32_t size = ha_class_size[cls];
@@ -445,17 +450,12 @@ static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **
 			void *o = s->freelist;
 			s->freelist = *(void **)o;
 			s->nfree--;
-			*(void **)o = *head;
-			*head = o;
-			got++;
+			out[got++] = o;
 		}
 		while (got < want && s->carved < s->nobj) {
 			uint32_t k = s->carved + s->color;   /* in turn from the colour on */
-			void *o = (void *)(s->base + (uintptr_t)(k < s->nobj ? k : k - s->nobj) * size);
+			out[got++] = (void *)(s->base + (uintptr_t)(k < s->nobj ? k : k - s->nobj) * size);
 			s->carved++;
-			*(void **)o = *head;
-			*head = o;
-			got++;
 		}
 		if (!s->freelist && s->carved == s->nobj)
 			list_remove(c, s);
@@ -464,37 +464,23 @@ static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **
 	return got;
 }
 
-unsigned ha_central_fetch(unsigned cls, unsigned want, void **head)
+unsigned ha_central_fetch(unsigned cls, unsigned want, void **out)
 {
 	central *c = &centrals[cls];
 	unsigned got = 0;
-	*head = NULL;
-	unsigned batch = ha_class_batch[cls];
 	ha_lock(&c->lock);
-	if (want >= batch && c->nbatches) {
-		/* whole batches, linked through their tails once the lock is
-		 * dropped: a tail is a line the freeing thread wrote last, a
-		 * cache miss that no other thread should wait behind */
-		unsigned k = want / batch < c->nbatches ? want / batch : c->nbatches;
-		struct tslot got_b[HA_MOVE_BATCHES];
-		if (k > HA_MOVE_BATCHES)
-			k = HA_MOVE_BATCHES;
-		c->nbatches -= k;
-		memcpy(got_b, &slots[cls][c->nbatches], k * sizeof got_b[0]);
-		got = k * batch;
+	if (c->nx) {
+		/* the most recently given back first: the likeliest cached */
+		got = want < c->nx ? want : c->nx;
+		c->nx -= got;
+		memcpy(out, c->xa + c->nx, got * sizeof(void *));
 		c->free_objs -= got;
 		__atomic_fetch_sub(&transfer_bytes, (uint64_t)got * ha_class_size[cls], __ATOMIC_RELAXED);
 		ha_unlock(&c->lock);
-		void *h = NULL;
-		for (unsigned i = k; i-- > 0;) {
-			*(void **)got_b[i].tail = h;
-			h = got_b[i].head;
-		}
-		*head = h;
 		return got;
 	}
 	for (;;) {
-		got += take_from_spans(c, cls, want - got, head);
+		got += take_from_spans(c, cls, want - got, out + got);
 		if (got == want || got > 0)
 			break;
 		ha_unlock(&c->lock);
@@ -554,68 +540,70 @@ static void release_dead(ha_span *dead)
 	}
 }
 
-void ha_central_release(unsigned cls, void *head)
+/* The class's transfer array, made on first use (meta memory, never
+ * freed: at most TRANSFER_MAX_OBJS pointers a class).  Lock held; 0 if
+ * there is none. */
+static unsigned xa_cap(central *c, unsigned cls)
 {
-	central *c = &centrals[cls];
-	ha_span *dead = NULL;
-	ha_lock(&c->lock);
-	while (head) {
-		void *next = *(void **)head;
-		to_span(c, head, &dead);
-		head = next;
+	if (HA_UNLIKELY(!c->xcap)) {
+		uint64_t k = TRANSFER_CLASS / ha_class_size[cls];
+		uint64_t lo = 2 * HA_MOVE_BATCHES * (uint64_t)ha_class_batch[cls];
+		k = k < lo ? lo : k > TRANSFER_MAX_OBJS ? TRANSFER_MAX_OBJS : k;
+		void **a = ha_meta_alloc(k * sizeof(void *));
+		if (!a)
+			return 0;
+		c->xa = a;
+		c->xcap = (unsigned)k;
 	}
-	ha_unlock(&c->lock);
-	release_dead(dead);
+	return c->xcap;
 }
 
-void ha_central_release_batches(unsigned cls, void **heads, void **tails, unsigned k)
+void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_spans)
 {
 	central *c = &centrals[cls];
-	unsigned batch = ha_class_batch[cls];
-	uint64_t bytes = (uint64_t)batch * ha_class_size[cls];
 	ha_span *dead = NULL;
 	unsigned i = 0;
-	HA_ASSERT(k <= HA_MOVE_BATCHES);
-	for (unsigned j = 0; j < k; j++)
-		*(void **)tails[j] = NULL;   /* drain() walks a batch to its end */
 	ha_lock(&c->lock);
-	for (; i < k && c->nbatches < TRANSFER_SLOTS &&
-	       __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) + bytes <= TRANSFER_BYTES; i++) {
-		slots[cls][c->nbatches++] = (struct tslot){ heads[i], tails[i] };
-		c->free_objs += batch;
-		__atomic_fetch_add(&transfer_bytes, bytes, __ATOMIC_RELAXED);
+	if (!to_spans) {
+		/* into the transfer array, as far as its capacity and the
+		 * bytes of all classes' arrays allow */
+		uint64_t size = ha_class_size[cls];
+		uint64_t room_b = TRANSFER_BYTES - __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
+		unsigned cap = xa_cap(c, cls), k = cap - c->nx;
+		if ((int64_t)room_b < 0)
+			room_b = 0;
+		if (k > n)
+			k = n;
+		if ((uint64_t)k * size > room_b)
+			k = (unsigned)(room_b / size);
+		memcpy(c->xa + c->nx, objs, k * sizeof(void *));
+		c->nx += k;
+		c->free_objs += k;
+		__atomic_fetch_add(&transfer_bytes, (uint64_t)k * size, __ATOMIC_RELAXED);
+		i = k;
 	}
-	for (; i < k; i++) {   /* no room: to their spans */
-		for (void *o = heads[i], *next; o; o = next) {
-			next = *(void **)o;
-			to_span(c, o, &dead);
-		}
-	}
+	/* the top of the stack first, as it was pushed last: the oldest
+	 * block ends up first on its span's free list */
+	for (unsigned j = n; j-- > i;)
+		to_span(c, objs[j], &dead);
 	ha_unlock(&c->lock);
 	release_dead(dead);
 }
 
-/* Every transfer batch back to its spans; with all_empty, also every empty
+/* Every transfer array back to its spans; with all_empty, also every empty
  * span (the one kept per class too) and the span pool. */
 static void drain(int all_empty)
 {
 	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
 		central *c = &centrals[cls];
 		ha_span *dead = NULL;
-		if (!all_empty && !__atomic_load_n(&c->nbatches, __ATOMIC_RELAXED))
+		if (!all_empty && !__atomic_load_n(&c->nx, __ATOMIC_RELAXED))
 			continue;
 		ha_lock(&c->lock);
-		while (c->nbatches) {
-			void *head = slots[cls][--c->nbatches].head;
-			__atomic_fetch_sub(&transfer_bytes, (uint64_t)ha_class_batch[cls] * ha_class_size[cls],
-					   __ATOMIC_RELAXED);
-			while (head) {
-				void *next = *(void **)head;
-				c->free_objs--;      /* to_span counts it back */
-				to_span(c, head, &dead);
-				head = next;
-			}
-		}
+		__atomic_fetch_sub(&transfer_bytes, (uint64_t)c->nx * ha_class_size[cls], __ATOMIC_RELAXED);
+		c->free_objs -= c->nx;      /* to_span counts them back */
+		while (c->nx)
+			to_span(c, c->xa[--c->nx], &dead);
 		for (ha_span *s = all_empty ? c->partial : NULL, *next; s; s = next) {
 			next = s->next;
 			if (s->nfree == s->carved) {

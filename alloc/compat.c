@@ -170,13 +170,13 @@ void *ha_compat_malloc(size_t n)
 	ha_tcache *tc = &ha_tc;
 	unsigned cls = hdr_class(n);
 	ha_tlist *l = &tc->list[cls];
-	uint64_t *h = l->head;
+	uint64_t *h = l->top[-1];
 	if (HA_UNLIKELY(!h) || HA_UNLIKELY(!ha_countdown_take(&tc->compat_left, (int64_t)n))) {
 		if (h)
 			tc->compat_left += (int64_t)n;
 		return compat_malloc_slow(n);
 	}
-	l->head = *(void **)h;
+	l->top--;
 	l->room++;
 	tc->drawn += l->size;
 	ha_counter_add(&tc->node->req_alloc_bytes, n);

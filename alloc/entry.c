@@ -7,15 +7,16 @@
  * code).  The instruction counts are kept true by `make bench-instr`.
  *
  * malloc(n), n <= 1 KiB: 19 instructions (the same up to 32 KiB), no
- *   lock, no atomic, no call: the class's list from one table, the
+ *   lock, no atomic, no call: the class's stack from one table, the
  *   countdown charged the class size (one subtract from memory and a
- *   branch), a pop from this thread's list, all %fs-relative (HA_SEG).
+ *   branch), a pop from this thread's stack of block pointers, all
+ *   %fs-relative (HA_SEG); the block's memory is not read.
  * free(p), p a small block: 26 instructions: the page map (two dependent
  *   loads and an add, no branch: a page without a span reads a span no
  *   pointer is a plain block of) names p's span, a multiply, a rotate
  *   and a compare check that p is a block's start, a compare against the
- *   list head (a block freed twice in a row), a push onto the list the
- *   span names.
+ *   stack's top (a block freed twice in a row), a push onto the stack the
+ *   span names; the block's memory is not written.
  * C++: operator new and new[] (without alignment) are malloc's path inlined
  *   (19 too); operator delete and delete[], sized or not, are free itself.
  *
@@ -64,9 +65,10 @@ static inline void *alloc_fast_as(size_t n, int cxx)
 		if (HA_LIKELY(ha_countdown_take_seg(&ha_tc_seg()->sample_left, c))) {
 			if (!cxx)
 				return ha_pop_at(key, n);
-			void *p = l->head;
+			void **t = l->top;
+			void *p = t[-1];
 			if (HA_LIKELY(p)) {
-				l->head = *(void **)p;
+				ha_tl_top_move(&l->top, 0);
 				l->room++;
 				return p;
 			}

@@ -270,17 +270,18 @@ void ha_huge_prefork(void);
 void ha_huge_postfork(int child);
 
 /* ---- central.c ------------------------------------------------------------ */
-/* Fill up to `want` objects into a NULL-terminated list; returns count. */
-unsigned ha_central_fetch(unsigned cls, unsigned want, void **head);
-/* Give back a NULL-terminated list of objects of class cls to their
- * spans (a thread exiting or trimming, or a part of a batch: the spans
- * can empty and go). */
-void ha_central_release(unsigned cls, void *head);
-/* Give back k whole batches of cls, batch i running heads[i] .. tails[i]
- * (its tail's link is overwritten): into the transfer cache while it has
- * room, the rest to their spans.  One lock hold. */
+/* Up to `want` blocks of class cls into out[0 .. got); returns got (0: no
+ * memory).  Block memory is not touched. */
+unsigned ha_central_fetch(unsigned cls, unsigned want, void **out);
+/* Give back the n blocks objs[0 .. n) of class cls: into the class's
+ * transfer array while it has room (and the caller allows: to_spans 0),
+ * the rest to their spans (a thread exiting or trimming, or the first free
+ * of a class: the spans can empty and go).  One lock hold; objs is only
+ * read. */
+void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_spans);
+/* Blocks a refill takes, or an overflow gives back, at once: at most this
+ * many batches. */
 #define HA_MOVE_BATCHES 8
-void ha_central_release_batches(unsigned cls, void **heads, void **tails, unsigned k);
 void ha_central_trim(void);
 void ha_central_release_all(void);      /* trim + cold spans' address space */
 void ha_central_thread_exited(void);   /* drains transfer batches past 1 MiB */
@@ -293,17 +294,33 @@ void ha_central_postfork(int child);
 void ha_central_init(void);
 
 /* ---- thread_cache.c ------------------------------------------------------ */
-/* A thread's free list of one class.  It holds max - room objects (max in
- * ha_tcache.max): free takes one from room and goes slow when it turns
- * negative (one read-modify-write and a branch), malloc gives one back.
- * size is the class's object size, next to head so that malloc charges the
- * countdown with one load; 0 until the thread attaches (its first malloc
- * then goes slow). */
+/* A thread's free stack of one class: an array of block pointers in the
+ * thread's slab (below), not a list linked through the blocks, so that
+ * neither malloc nor free touches a block's memory: a block another core
+ * wrote last costs its miss in the program's own first write, where the
+ * core overlaps it, not in a dependent load here (google/tcmalloc's
+ * per-CPU caches hold arrays for the same reason).  top is the next free
+ * slot; top[-1] is NULL exactly when the stack is empty (a guard slot
+ * below each class's array; before attach and after thread exit top
+ * points past a read-only NULL, so that both fast paths go slow).  It
+ * holds max - room blocks (max in ha_tcache.max): free takes one from room
+ * and goes slow when it would turn negative, malloc gives one back.  size
+ * is the class's object size, next to top so that malloc charges the
+ * countdown with one load; 0 until the thread attaches. */
 typedef struct ha_tlist {
-	void *head;
-	int32_t room;     /* max - objects held; -1 for a moment at overflow */
+	void **top;
+	int32_t room;     /* max - blocks held */
 	uint32_t size;    /* ha_class_size[cls] once attached, else 0 */
 } ha_tlist;
+
+/* The slab: every class's array, each after a NULL guard slot, with
+ * ha_tl_cap[c] + 1 slots (one spare: an overflowing free stores its block
+ * before giving back).  ha_tl_off[c] is the first slot of class c's array.
+ * One mapping per thread record, kept with the record for the next thread. */
+extern uint32_t ha_tl_cap[HA_NCLASSES];
+extern uint32_t ha_tl_off[HA_NCLASSES];
+extern size_t ha_tl_slab_bytes;
+extern void *const ha_tl_guard[2];
 
 /* A thread's registry record, in meta memory so that it stays readable
  * whatever becomes of the thread: a thread whose first allocation comes in
@@ -323,6 +340,7 @@ typedef struct ha_tnode {
 	uint64_t cached_bytes;    /* bytes in the cache, as of its last count */
 	/* compatibility mode: requested sizes allocated and freed */
 	uint64_t req_alloc_bytes, req_free_bytes;
+	void **slab;              /* its thread's stacks (ha_tl_off), reused with the record */
 } __attribute__((aligned(64))) ha_tnode;  /* own cache line */
 
 typedef struct ha_tcache {
@@ -342,6 +360,7 @@ typedef struct ha_tcache {
 	unsigned budget_skips;   /* budget checks skipped since the last count */
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on
 				  * the cache's bytes at every slow path */
+	void **slab;             /* node->slab while state == 1 */
 	uint32_t max[HA_NCLASSES];
 	/* profiling's two budgets behind the countdown (books.c, due) */
 	int64_t armed;           /* what the countdown was last set to */
@@ -353,6 +372,12 @@ typedef struct ha_tcache {
 static inline uint32_t ha_tl_len(const ha_tcache *tc, unsigned c)
 {
 	return (uint32_t)((int64_t)tc->max[c] - tc->list[c].room);
+}
+
+/* The first slot of class c's array in this thread's slab. */
+static inline void **ha_tl_lo(const ha_tcache *tc, unsigned c)
+{
+	return tc->slab + ha_tl_off[c];
 }
 
 static inline void ha_tl_set_max(ha_tcache *tc, unsigned c, uint32_t max)
@@ -442,9 +467,11 @@ typedef struct ha_counter {
 	uint64_t v;
 } __attribute__((aligned(64))) ha_counter;
 
+void ha_tcache_init(void);                           /* the slab's layout */
 void *ha_tcache_refill(uintptr_t key, size_t n);    /* slow path of pop (ha_tl_key) */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
-void ha_tcache_overflow(uintptr_t key);              /* slow path of push (ha_tl_key) */
+/* slow path of push (ha_tl_key): p is not stored yet, room already counts it */
+void ha_tcache_overflow(uintptr_t key, void *p);
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);

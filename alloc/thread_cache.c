@@ -1,40 +1,45 @@
-/* alloc/thread_cache.c — the front-end: per-thread free lists.
+/* alloc/thread_cache.c — the front-end: per-thread free stacks.
  *
- * The fast paths (pop in malloc, push in free) live in entry.c as inline
- * code on ha_tc, an initial-exec TLS struct: no lock, no atomic.  This file
- * has their slow paths:
- *   refill    an empty list takes objects from the central cache: up to
+ * The fast paths (pop in malloc, push in free) live in fastpath.h as inline
+ * code on ha_tc, an initial-exec TLS struct: no lock, no atomic.  Each
+ * class's stack is an array of block pointers in the thread's slab (one
+ * mapping per thread record, internal.h), so a block freed here that
+ * another thread allocated (or the reverse) is never read or written by
+ * the allocator: its cache line stays where the program last had it.
+ * This file has their slow paths:
+ *   refill    an empty stack takes blocks from the central cache: up to
  *             `max` below a batch, else whole batches, half of `max`
  *             and at most HA_MOVE_BATCHES, under one lock hold;
- *   overflow  a list longer than its max gives back as many (whole
- *             batches, or what it holds below one);
+ *   overflow  a stack fuller than its max gives back as many from its top
+ *             (whole batches, or what it holds below one);
  *   slow start  max starts at 0, a class's first refill sets it to 1 and
  *             each refill or overflow doubles it up to 4 batches (64 KiB),
  *             so a thread that allocates little — above all one whose
  *             first allocation comes in the last round of TSD destructors,
  *             which never sees our destructor — strands at most a few
- *             objects, and one that exits soon (threads retired and
- *             replaced) hands few back to their spans one by one (taking
- *             a whole batch at once measured 7-10% slower on larson);
+ *             blocks, and one that exits soon (threads retired and
+ *             replaced) hands few back to their spans one by one;
  *   first free  of a class the thread has not allocated from yet (max 0)
  *             sends the block to its span and sets max to 4, so that the
  *             first refill leaves it last: a block of another thread's,
  *             reused at once here, would share cache lines with the blocks
  *             that thread writes;
- *   growth    past that, a list that runs empty again grows by a batch,
- *             up to 2048 objects or 256 KiB, while the cache's maxes stay
- *             within half its budget: bursts of hundreds of blocks of one
- *             class then fit in the list; one that overflows again grows
+ *   growth    past that, a stack that runs empty again grows by a batch,
+ *             up to 2048 blocks or 256 KiB (ha_tl_cap), while the cache's
+ *             maxes stay within half its budget: bursts of hundreds of
+ *             blocks of one class then fit; one that overflows again grows
  *             so too, up to 2 x HA_MOVE_BATCHES batches (a thread that
  *             frees what another allocates then hands them over in bulk);
  *   budget    when the whole cache holds more than its share of
  *             HA_TC_TOTAL (divided among live threads, between 64 KiB and
- *             4 MiB), checked on every refill and overflow, every list gives back half — so 64 threads keep about
- *             32 MiB in caches, not 64 x 4 MiB;
- *   exit      the pthread key destructor hands every list back.
- * A thread that has exited (state 2) keeps working: its lists have max 0,
- * so every free goes straight to the central cache and every malloc takes
- * a single object — frees from later TLS destructors stay correct.
+ *             4 MiB), checked on every refill and overflow, every stack
+ *             gives back half — so 64 threads keep about 32 MiB in caches,
+ *             not 64 x 4 MiB;
+ *   exit      the pthread key destructor hands every stack back.
+ * A thread that has exited (state 2) keeps working: its stacks point at
+ * the read-only guard with room 0, so every free goes straight to the
+ * central cache and every malloc takes a single block — frees from later
+ * TLS destructors stay correct.
  *
  * The registry of threads is a list of ha_tnode records in meta memory
  * (see internal.h); its lock is taken on thread start and exit and by
@@ -59,7 +64,15 @@ static uint64_t budget(void)
 	return b < HA_TC_MIN ? HA_TC_MIN : b > HA_TC_MAX ? HA_TC_MAX : b;
 }
 
-HA_TLS ha_tcache ha_tc;
+/* Every stack starts (and ends, at thread exit) on the guard: empty for
+ * malloc, room 0 for free, so both go slow until the thread attaches. */
+void *const ha_tl_guard[2];
+#define GUARD ((void **)&ha_tl_guard[1])
+HA_TLS ha_tcache ha_tc = { .list = { [0 ... HA_NCLASSES - 1] = { .top = GUARD } } };
+
+uint32_t ha_tl_cap[HA_NCLASSES];
+uint32_t ha_tl_off[HA_NCLASSES];
+size_t ha_tl_slab_bytes;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static ha_tnode *registry;
@@ -76,6 +89,29 @@ static void retire_node(ha_tnode *nd)
 	ha_books_retire(nd);
 	__atomic_store_n(&nd->live, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_sub(&live_threads, 1, __ATOMIC_RELAXED);
+}
+
+/* Give this thread its record's slab, mapped on the record's first use
+ * (zero pages: every guard slot reads NULL; only the slots a stack reaches
+ * become resident).  Out of memory the stacks stay on the guard and every
+ * malloc and free goes to the central cache, one block at a time, until a
+ * later refill maps it.  0 on failure. */
+static int slab_attach(ha_tcache *tc)
+{
+	ha_tnode *nd = tc->node;
+	if (!nd->slab) {
+		int e = errno;
+		void *m = ha_sys_mmap(NULL, ha_tl_slab_bytes, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		errno = e;
+		if (m == MAP_FAILED)
+			return 0;
+		nd->slab = m;
+	}
+	tc->slab = nd->slab;
+	for (unsigned c = 1; c < HA_NCLASSES; c++)
+		tc->list[c].top = ha_tl_lo(tc, c);
+	return 1;
 }
 
 ha_tcache *ha_tcache_attach(void)
@@ -106,9 +142,13 @@ ha_tcache *ha_tcache_attach(void)
 	ha_unlock(&registry_lock);
 	/* max 0 until the class's first refill (or first free) */
 	tc->max_bytes = 0;
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		tc->list[c].size = ha_class_size[c];
 	tc->node = nd;
+	for (unsigned c = 1; c < HA_NCLASSES; c++) {
+		tc->list[c].room = 0;
+		tc->max[c] = 0;
+		tc->list[c].size = ha_class_size[c];
+	}
+	slab_attach(tc);
 	tc->state = 1;
 	pthread_setspecific(ha_thread_key, tc);
 	return tc;
@@ -146,6 +186,20 @@ static inline uint32_t dyn_cap(unsigned cls)
 	return k < HA_TL_DYN ? k : HA_TL_DYN;
 }
 
+/* The slab's layout: each class an array of dyn_cap + 1 slots (the spare
+ * takes an overflowing free's block) after a guard slot. */
+void ha_tcache_init(void)
+{
+	uint32_t off = 0;
+	for (unsigned c = 1; c < HA_NCLASSES; c++) {
+		ha_tl_cap[c] = dyn_cap(c);
+		off += 1;               /* the guard */
+		ha_tl_off[c] = off;
+		off += ha_tl_cap[c] + 1;
+	}
+	ha_tl_slab_bytes = ((size_t)off * sizeof(void *) + HA_PAGE_SIZE - 1) & ~(HA_PAGE_SIZE - 1);
+}
+
 static void enforce_budget(ha_tcache *tc);
 
 /* Objects a refill takes, or an overflow gives back, at once: whole
@@ -170,6 +224,7 @@ static inline void check_frees(ha_tcache *tc)
 static void set_max(ha_tcache *tc, unsigned cls, uint32_t max)
 {
 	uint32_t old = tc->max[cls];
+	HA_ASSERT(max <= ha_tl_cap[cls]);
 	ha_tl_set_max(tc, cls, max);
 	tc->max_bytes += (uint64_t)max * ha_class_size[cls];
 	tc->max_bytes -= (uint64_t)old * ha_class_size[cls];
@@ -222,48 +277,56 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 	if (HA_UNLIKELY(tc->state == 0))
 		ha_tcache_attach();
 	ha_tlist *l = &tc->list[cls];
-	if (l->head) {                        /* attach raced nothing: retry */
-		void *p = l->head;
-		l->head = *(void **)p;
+	int e = errno;   /* a success leaves the program's errno alone */
+	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
+	if (tc->state != 1 || (!tc->slab && !slab_attach(tc))) {
+		/* exited, or no slab: one block, past the stack (it stays on
+		 * the guard) */
+		void *one = NULL;
+		if (!ha_central_fetch(cls, 1, &one)) {
+			ha_release_cached();
+			if (!ha_central_fetch(cls, 1, &one)) {
+				errno = ENOMEM;
+				return NULL;
+			}
+		}
+		errno = e;
+		ha_books_net(tc, (int64_t)ha_class_size[cls]);
+		return one;
+	}
+	if (l->top[-1]) {                     /* attach raced nothing: retry */
+		void *p = *--l->top;
 		l->room++;
 		return p;
 	}
-	unsigned want = 1;
-	if (tc->state == 1) {
-		if (tc->max[cls] == 0)
-			set_max(tc, cls, 1);
-		want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : move_objs(tc, cls);
-	}
-	__atomic_fetch_add(&ha_slow_allocs.v, 1, __ATOMIC_RELAXED);
-	void *head;
-	int e = errno;   /* a success leaves the program's errno alone */
-	unsigned got = ha_central_fetch(cls, want, &head);
+	if (tc->max[cls] == 0)
+		set_max(tc, cls, 1);
+	unsigned want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : move_objs(tc, cls);
+	void **lo = ha_tl_lo(tc, cls);       /* the stack is empty: top == lo */
+	unsigned got = ha_central_fetch(cls, want, lo);
 	if (HA_UNLIKELY(!got)) {
 		ha_release_cached();
-		got = ha_central_fetch(cls, 1, &head);
+		got = ha_central_fetch(cls, 1, lo);
 		if (!got) {
 			errno = ENOMEM;
 			return NULL;
 		}
 	}
 	errno = e;
-	void *p = head;
-	l->head = *(void **)p;
+	void *p = lo[got - 1];
+	l->top = lo + got - 1;
 	l->room -= (int32_t)(got - 1);
 	ha_books_net(tc, (int64_t)got * ha_class_size[cls]);
-	if (tc->state == 1) {
-		grow_on_empty(tc, cls);
-		enforce_budget(tc);
-		ha_books_sync(tc);
-		ha_books_publish(tc, 0);
-		check_frees(tc);
-	}
+	grow_on_empty(tc, cls);
+	enforce_budget(tc);
+	ha_books_sync(tc);
+	ha_books_publish(tc, 0);
+	check_frees(tc);
 	return p;
 }
 
-/* Give back `count` objects from the front of l: to their spans, or
- * (!to_spans: count a multiple of the batch) as whole batches to the
- * transfer cache. */
+/* Give back the `count` blocks at the top of l: to the transfer cache
+ * while it has room (!to_spans), the rest to their spans. */
 static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 {
 	if (!count)
@@ -276,27 +339,8 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 	}
 	ha_books_net(tc, -bytes);
 	l->room += (int32_t)count;
-	if (!to_spans) {
-		void *heads[HA_MOVE_BATCHES], *tails[HA_MOVE_BATCHES], *o = l->head;
-		unsigned batch = ha_class_batch[cls], k = count / batch;
-		HA_ASSERT(k * batch == count && k <= HA_MOVE_BATCHES);   /* whole batches only */
-		for (unsigned b = 0; b < k; b++) {
-			heads[b] = o;
-			for (unsigned i = 1; i < batch; i++)
-				o = *(void **)o;
-			tails[b] = o;
-			o = *(void **)o;
-		}
-		l->head = o;
-		ha_central_release_batches(cls, heads, tails, k);
-		return;
-	}
-	void *head = l->head, *tail = head;
-	for (unsigned i = 1; i < count; i++)
-		tail = *(void **)tail;
-	l->head = *(void **)tail;
-	*(void **)tail = NULL;
-	ha_central_release(cls, head);
+	l->top -= count;
+	ha_central_release(cls, l->top, count, to_spans);
 }
 
 /* Over its share of the total budget, the cache gives back half of every
@@ -325,21 +369,27 @@ static void enforce_budget(ha_tcache *tc)
 		__atomic_store_n(&tc->node->cached_bytes, have, __ATOMIC_RELAXED);
 }
 
-void ha_tcache_overflow(uintptr_t key)
+void ha_tcache_overflow(uintptr_t key, void *p)
 {
 	unsigned cls = ha_tl_key_class(key);
 	ha_tcache *tc = &ha_tc;
 	ha_tlist *l = &tc->list[cls];
 	if (HA_UNLIKELY(tc->state == 0)) {
-		/* first call of this thread is a free: set the lists up */
+		/* first call of this thread is a free: set the stacks up,
+		 * then count p as the push did */
 		ha_tcache_attach();
+		l->room--;
 	}
+	if (tc->state != 1 || !tc->slab) {
+		/* exited, or no slab: straight to its span */
+		l->room++;
+		ha_books_net(tc, -(int64_t)ha_class_size[cls]);
+		ha_central_release(cls, &p, 1, 1);
+		return;
+	}
+	*l->top++ = p;                        /* the spare slot: max + 1 at most */
 	if (l->room >= 0)
 		return;
-	if (tc->state != 1) {
-		give_back(l, cls, ha_tl_len(tc, cls), 1);
-		return;
-	}
 	unsigned batch = ha_class_batch[cls];
 	if (HA_UNLIKELY(tc->max[cls] == 0)) {
 		/* the first free of a class this thread has not allocated
@@ -347,7 +397,7 @@ void ha_tcache_overflow(uintptr_t key)
 		 * out next, to be written beside that thread's blocks (passive
 		 * false sharing).  It goes back to its span, and the first
 		 * refill takes a few more: the block, first on its span's
-		 * free list, ends up last in this list. */
+		 * free list, ends up last in this stack. */
 		give_back(l, cls, ha_tl_len(tc, cls), 1);
 		set_max(tc, cls, ha_class_batch[cls] < 4 ? ha_class_batch[cls] : 4);
 	} else {
@@ -391,6 +441,13 @@ void ha_tcache_thread_exit(void *arg)
 	for (unsigned c = 1; c < HA_NCLASSES; c++)
 		ha_tl_set_max(tc, c, 0);
 	flush_all(tc);
+	/* the slab goes with the record; the stacks rest on the guard */
+	for (unsigned c = 1; c < HA_NCLASSES; c++) {
+		tc->list[c].top = GUARD;
+		tc->list[c].room = 0;
+	}
+	tc->slab = NULL;
+	tc->max_bytes = 0;
 	ha_books_publish(tc, 0);
 	/* from here on every allocation goes slow and books to the retired
 	 * sums (ha_books_alloc) */
