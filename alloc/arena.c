@@ -42,7 +42,7 @@
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
 #define HA_ARENA_RESERVE ((size_t)8 << 30)
-#define LARGE_HOT_BYTES ((size_t)4 << 20)
+#define LARGE_HOT_BYTES HA_IDLE_KEEP
 #define LARGE_HOT_MAX ((size_t)64 << 20)
 #define LARGE_COLD_MAX ((size_t)1 << 30)
 

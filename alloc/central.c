@@ -27,11 +27,12 @@
  * back-end.  Span records come from meta.c and are recycled here.
  */
 #include "alloc/internal.h"
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
-#define SPAN_HOT_BYTES ((size_t)4 << 20)
+#define SPAN_HOT_BYTES HA_IDLE_KEEP
 #define SPAN_HOT_MAX ((size_t)64 << 20)
 #define SPAN_COLD_BYTES ((size_t)1 << 30)
 #define SPAN_DECAY_MS HA_DECAY_MS
@@ -63,6 +64,7 @@ typedef struct central {
 	uint64_t nspans;
 	uint64_t free_objs;      /* in spans and the transfer array */
 	uint64_t empty_bytes;    /* in empty spans kept on the list */
+	uint32_t used_at;        /* ms clock of the last fetch or release */
 } __attribute__((aligned(64))) central;
 
 static central centrals[HA_NCLASSES];
@@ -249,15 +251,16 @@ static size_t pool_cap(void)
 /* Put an empty span (pagemap cleared) in the pool: hot while the cap
  * (ha_keep_cap) allows, the oldest hot ones going cold past it; else cold
  * at once.  0 if there is no room at all. */
-static int pool_put(ha_span *s, uint32_t bytes)
+static int pool_put(ha_span *s, uint32_t bytes, int idle)
 {
 	int hot = 0, i;
-	uint32_t now = ha_now_ms();
+	uint32_t now = ha_now_ms(), since = idle ? now - SPAN_DECAY_MS : now;
 	size_t cap = pool_cap();
 	ha_lock(&rec_lock);
 	i = pool_slot(bytes);
-	if (i >= 0 && bytes <= cap) {
-		hot_push(i, s, now);
+	/* an idle span stays hot only below the idle floor */
+	if (i >= 0 && bytes <= cap && (!idle || hot_bytes + bytes <= SPAN_HOT_BYTES)) {
+		hot_push(i, s, since);
 		hot = 1;
 	}
 	ha_unlock(&rec_lock);
@@ -266,7 +269,8 @@ static int pool_put(ha_span *s, uint32_t bytes)
 	if (!hot) {
 		madvise((void *)s->base, bytes, MADV_DONTNEED);
 		cold_put(i, s);
-		ha_keep_forced(now);
+		if (!idle)
+			ha_keep_forced(now);
 	}
 	pool_decay(now, cap);
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
@@ -275,12 +279,15 @@ static int pool_put(ha_span *s, uint32_t bytes)
 	return 1;
 }
 
+static int classes_decay(uint32_t now);
+
 int ha_central_decay(uint32_t now)
 {
+	int more = classes_decay(now);
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= SPAN_HOT_BYTES)
-		return 0;
+		return more;
 	pool_decay(now, pool_cap());
-	return __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES;
+	return more || __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES;
 }
 
 uint64_t ha_central_held_bytes(void)
@@ -397,11 +404,11 @@ static ha_span *span_new(unsigned cls)
 	return s;
 }
 
-static void span_release(ha_span *s)
+static void span_release(ha_span *s, int idle)
 {
 	uint32_t bytes = ha_class_span_bytes[s->cls];
 	ha_pagemap_set(s->base, bytes, NULL);
-	if (!pool_put(s, bytes))
+	if (!pool_put(s, bytes, idle))
 		span_unmap(s, bytes);
 }
 
@@ -468,7 +475,9 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **out)
 {
 	central *c = &centrals[cls];
 	unsigned got = 0;
+	uint32_t now = ha_now_ms();
 	ha_lock(&c->lock);
+	c->used_at = now;
 	if (c->nx) {
 		/* the most recently given back first: the likeliest cached */
 		got = want < c->nx ? want : c->nx;
@@ -494,13 +503,13 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **out)
 		list_push(c, s);
 	}
 	ha_unlock(&c->lock);
-	ha_purge_tick(ha_now_ms());   /* a program that only allocates now */
+	ha_purge_tick(now);   /* a program that only allocates now */
 	return got;
 }
 
 /* Return one object to its span; an empty span is unlinked and appended
  * to *dead unless it is the class's only span with free objects. */
-static void to_span(central *c, void *o, ha_span **dead)
+static void to_span(central *c, void *o, ha_span **dead, int keep)
 {
 	ha_span *s = ha_pagemap_get(o);
 	if (HA_UNLIKELY(!s || s->cls != (uint32_t)(c - centrals)))
@@ -517,7 +526,7 @@ static void to_span(central *c, void *o, ha_span **dead)
 		 * (ha_span_mark_recorded; nobody can set it meanwhile) */
 		__atomic_store_n(&s->plain_max, s->nobj, __ATOMIC_RELAXED);
 		uint32_t bytes = ha_class_span_bytes[s->cls];
-		if (c->empty_bytes + bytes <= KEEP_EMPTY_BYTES || (c->partial == s && !s->next)) {
+		if (keep && (c->empty_bytes + bytes <= KEEP_EMPTY_BYTES || (c->partial == s && !s->next))) {
 			c->empty_bytes += bytes;   /* keep it for the next refill */
 			s->kept_empty = 1;
 			return;
@@ -530,27 +539,30 @@ static void to_span(central *c, void *o, ha_span **dead)
 	}
 }
 
-static void release_dead(ha_span *dead)
+static void release_dead(ha_span *dead, int idle)
 {
 	while (dead) {
 		ha_span *n = dead->next;
 		__atomic_fetch_sub(&live_bytes, ha_class_span_bytes[dead->cls], __ATOMIC_RELAXED);
-		span_release(dead);
+		span_release(dead, idle);
 		dead = n;
 	}
 }
 
-/* The class's transfer array, made on first use (meta memory, never
- * freed: at most TRANSFER_MAX_OBJS pointers a class).  Lock held; 0 if
- * there is none. */
+/* The class's transfer array, made on first use: a mapping of its own
+ * (at most TRANSFER_MAX_OBJS pointers), so that an idle class can give its
+ * pages back (drain_class).  Lock held; 0 if there is none. */
 static unsigned xa_cap(central *c, unsigned cls)
 {
 	if (HA_UNLIKELY(!c->xcap)) {
 		uint64_t k = TRANSFER_CLASS / ha_class_size[cls];
 		uint64_t lo = 2 * HA_MOVE_BATCHES * (uint64_t)ha_class_batch[cls];
 		k = k < lo ? lo : k > TRANSFER_MAX_OBJS ? TRANSFER_MAX_OBJS : k;
-		void **a = ha_meta_alloc(k * sizeof(void *));
-		if (!a)
+		int e = errno;
+		void *a = ha_sys_mmap(NULL, k * sizeof(void *), PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		errno = e;
+		if (a == MAP_FAILED)
 			return 0;
 		c->xa = a;
 		c->xcap = (unsigned)k;
@@ -563,7 +575,10 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	central *c = &centrals[cls];
 	ha_span *dead = NULL;
 	unsigned i = 0;
+	uint32_t now = ha_now_ms();
 	ha_lock(&c->lock);
+	if (to_spans != HA_TO_SPANS_IDLE)   /* a scavenged cache's blocks are no use */
+		c->used_at = now;
 	if (!to_spans) {
 		/* into the transfer array, as far as its capacity and the
 		 * bytes of all classes' arrays allow */
@@ -585,44 +600,72 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	/* the top of the stack first, as it was pushed last: the oldest
 	 * block ends up first on its span's free list */
 	for (unsigned j = n; j-- > i;)
-		to_span(c, objs[j], &dead);
+		to_span(c, objs[j], &dead, to_spans != HA_TO_SPANS_IDLE);
 	ha_unlock(&c->lock);
-	release_dead(dead);
+	release_dead(dead, to_spans == HA_TO_SPANS_IDLE);
+}
+
+/* Class cls's transfer array back to its spans; with all_empty, also its
+ * empty spans (the ones kept too); idle: they have been (pooled as idle). */
+static void drain_class(unsigned cls, int all_empty, int idle)
+{
+	central *c = &centrals[cls];
+	ha_span *dead = NULL;
+	ha_lock(&c->lock);
+	__atomic_fetch_sub(&transfer_bytes, (uint64_t)c->nx * ha_class_size[cls], __ATOMIC_RELAXED);
+	c->free_objs -= c->nx;      /* to_span counts them back */
+	while (c->nx)
+		to_span(c, c->xa[--c->nx], &dead, !idle);
+	if (idle && c->xcap)   /* the array's pages too (refaulted if it fills again) */
+		madvise(c->xa, (size_t)c->xcap * sizeof(void *), MADV_DONTNEED);
+	for (ha_span *s = all_empty ? c->partial : NULL, *next; s; s = next) {
+		next = s->next;
+		if (s->nfree == s->carved) {
+			if (s->kept_empty) {
+				s->kept_empty = 0;
+				c->empty_bytes -= ha_class_span_bytes[cls];
+			}
+			list_remove(c, s);
+			c->nspans--;
+			c->free_objs -= s->nobj;
+			s->next = dead;
+			dead = s;
+		}
+	}
+	ha_unlock(&c->lock);
+	release_dead(dead, idle);
 }
 
 /* Every transfer array back to its spans; with all_empty, also every empty
- * span (the one kept per class too) and the span pool. */
+ * span and the span pool. */
 static void drain(int all_empty)
 {
-	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
-		central *c = &centrals[cls];
-		ha_span *dead = NULL;
-		if (!all_empty && !__atomic_load_n(&c->nx, __ATOMIC_RELAXED))
-			continue;
-		ha_lock(&c->lock);
-		__atomic_fetch_sub(&transfer_bytes, (uint64_t)c->nx * ha_class_size[cls], __ATOMIC_RELAXED);
-		c->free_objs -= c->nx;      /* to_span counts them back */
-		while (c->nx)
-			to_span(c, c->xa[--c->nx], &dead);
-		for (ha_span *s = all_empty ? c->partial : NULL, *next; s; s = next) {
-			next = s->next;
-			if (s->nfree == s->carved) {
-				if (s->kept_empty) {
-					s->kept_empty = 0;
-					c->empty_bytes -= ha_class_span_bytes[cls];
-				}
-				list_remove(c, s);
-				c->nspans--;
-				c->free_objs -= s->nobj;
-				s->next = dead;
-				dead = s;
-			}
-		}
-		ha_unlock(&c->lock);
-		release_dead(dead);
-	}
+	for (unsigned cls = 1; cls < HA_NCLASSES; cls++)
+		if (all_empty || __atomic_load_n(&centrals[cls].nx, __ATOMIC_RELAXED))
+			drain_class(cls, all_empty, 0);
 	if (all_empty)
 		pool_drain();
+}
+
+/* The decay step's part for the classes: one unused for HA_DECAY_MS gives
+ * its transfer array and its kept empty spans back to the pool as idle
+ * (the pool's decay then gives their pages back).  Nonzero while a class
+ * still holds some. */
+static int classes_decay(uint32_t now)
+{
+	int more = 0;
+	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
+		central *c = &centrals[cls];
+		if (!__atomic_load_n(&c->nx, __ATOMIC_RELAXED) && !__atomic_load_n(&c->empty_bytes, __ATOMIC_RELAXED))
+			continue;
+		/* signed: another thread may have stamped a later ms */
+		if ((int32_t)(now - __atomic_load_n(&c->used_at, __ATOMIC_RELAXED)) < HA_DECAY_MS) {
+			more = 1;
+			continue;
+		}
+		drain_class(cls, 1, 1);
+	}
+	return more;
 }
 
 /* malloc_trim: everything free goes back. */

@@ -77,7 +77,7 @@
 #define NREGIONS 64
 #define CACHE_MIN ((size_t)64 << 20)
 #define CACHE_MAX ((size_t)256 << 20)
-#define HUGE_IDLE_KEEP ((size_t)4 << 20)   /* free dirty bytes kept once idle */
+#define HUGE_IDLE_KEEP HA_IDLE_KEEP       /* free dirty bytes kept once idle */
 /* Without the purge thread the budget is also ha_keep_cap's, plus room
  * for the block freed last, up to this: a
  * program that frees and allocates a block of a few MiB in a loop reuses

@@ -78,6 +78,8 @@ static void postfork(int child)
 	ha_huge_postfork(child);
 	ha_central_postfork(child);
 	ha_tcache_postfork(child);
+	if (child)
+		ha_keep_forget();
 	ha_prof_postfork(child);
 	if (fork_took_io) {
 		/* a threaded fork's child has it reset by glibc already; again

@@ -174,6 +174,11 @@ void ha_pagemap_postfork(int child);
  * program's own slow paths (ha_purge_tick), or on the opt-in purge thread
  * (HEAPALLOC_PURGE_THREAD=1), which lets them keep up to their maximum. */
 #define HA_DECAY_MS 1000
+/* What each cache (span pool, large blocks, huge pages) keeps resident once
+ * its bytes have been idle HA_DECAY_MS: a program that sleeps after a burst
+ * keeps a few MiB at most, and one that takes a little again within the
+ * second finds it warm. */
+#define HA_IDLE_KEEP ((size_t)1 << 20)
 /* Without the thread the caches together keep HA_KEEP_FLOOR plus this
  * share of the bytes the program has in use (spans in classes, large and
  * huge blocks): what a program that goes quiet right after a free keeps
@@ -196,6 +201,9 @@ size_t ha_keep_cap(uint64_t own, size_t hot_max);
 #define HA_KEEP_LEARN_MAX ((uint64_t)64 << 20)
 void ha_keep_forced(uint32_t now);   /* the bound made a cache give back */
 void ha_keep_refault(size_t bytes);  /* a cache handed out bytes that fault in */
+/* A fork's child starts with nothing learned: the parent's give-backs and
+ * the child's first allocations are not one program's churn. */
+void ha_keep_forget(void);
 /* A slow path's look at the clock: every HA_DECAY_MS / 8 at most, each
  * cache's decay step (the thread's steps too, when it runs).  No heapalloc
  * lock held from the span-record lock on. */
@@ -210,6 +218,7 @@ void ha_purge_kick(void);
 int ha_central_decay(uint32_t now);
 int ha_arena_decay(uint32_t now);
 int ha_huge_decay(uint32_t now);
+int ha_tcache_decay(uint32_t now);   /* exited threads' slabs */
 /* Bytes in use by each tier, racy: spans held by size classes, large
  * blocks, huge blocks. */
 uint64_t ha_central_live_bytes(void);
@@ -279,6 +288,10 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **out);
  * of a class: the spans can empty and go).  One lock hold; objs is only
  * read. */
 void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_spans);
+/* to_spans, and the spans the blocks empty have been idle already (a cache
+ * scavenged after HA_DECAY_MS without use): pooled as idle, so the pool's
+ * decay gives their pages back at once */
+#define HA_TO_SPANS_IDLE 2
 /* Blocks a refill takes, or an overflow gives back, at once: at most this
  * many batches. */
 #define HA_MOVE_BATCHES 8
@@ -341,6 +354,7 @@ typedef struct ha_tnode {
 	/* compatibility mode: requested sizes allocated and freed */
 	uint64_t req_alloc_bytes, req_free_bytes;
 	void **slab;              /* its thread's stacks (ha_tl_off), reused with the record */
+	uint32_t slab_idle_since; /* retired with its slab's pages resident: the ms clock then | 1 */
 } __attribute__((aligned(64))) ha_tnode;  /* own cache line */
 
 typedef struct ha_tcache {
@@ -361,6 +375,7 @@ typedef struct ha_tcache {
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on
 				  * the cache's bytes at every slow path */
 	void **slab;             /* node->slab while state == 1 */
+	uint32_t used_at;        /* ms clock of this cache's last refill or overflow */
 	uint32_t max[HA_NCLASSES];
 	/* profiling's two budgets behind the countdown (books.c, due) */
 	int64_t armed;           /* what the countdown was last set to */

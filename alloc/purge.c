@@ -55,6 +55,7 @@ static int decay_all(uint32_t now)
 	int more = ha_central_decay(now);
 	more |= ha_arena_decay(now);
 	more |= ha_huge_decay(now);
+	more |= ha_tcache_decay(now);
 	return more;
 }
 
@@ -154,6 +155,12 @@ void ha_keep_refault(size_t bytes)
 		return;
 	uint64_t l = __atomic_load_n(&learned, __ATOMIC_RELAXED) + bytes;
 	__atomic_store_n(&learned, l < HA_KEEP_LEARN_MAX ? l : HA_KEEP_LEARN_MAX, __ATOMIC_RELAXED);
+}
+
+void ha_keep_forget(void)
+{
+	__atomic_store_n(&learned, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&forced_at, 0, __ATOMIC_RELAXED);
 }
 
 size_t ha_keep_cap(uint64_t own, size_t hot_max)

@@ -84,9 +84,15 @@ static inline uint64_t rd(const uint64_t *p)
 
 /* Fold a record's counters into retired and free the record.  Registry
  * lock held. */
+static unsigned idle_slabs;   /* retired records whose slabs are resident (registry lock) */
+
 static void retire_node(ha_tnode *nd)
 {
 	ha_books_retire(nd);
+	if (nd->slab && !nd->slab_idle_since) {
+		nd->slab_idle_since = ha_now_ms() | 1;
+		__atomic_store_n(&idle_slabs, idle_slabs + 1, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&nd->live, 0, __ATOMIC_RELEASE);
 	__atomic_fetch_sub(&live_threads, 1, __ATOMIC_RELAXED);
 }
@@ -138,6 +144,10 @@ ha_tcache *ha_tcache_attach(void)
 	}
 	nd->tid = tid;
 	nd->live = 1;
+	if (nd->slab_idle_since) {
+		nd->slab_idle_since = 0;
+		__atomic_store_n(&idle_slabs, idle_slabs - 1, __ATOMIC_RELAXED);
+	}
 	__atomic_fetch_add(&live_threads, 1, __ATOMIC_RELAXED);
 	ha_unlock(&registry_lock);
 	/* max 0 until the class's first refill (or first free) */
@@ -266,6 +276,24 @@ static int grow_on_full(ha_tcache *tc, unsigned cls)
 	return 1;
 }
 
+static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans);
+
+/* A cache that went HA_DECAY_MS without a refill or an overflow has been
+ * idle (its thread asleep, or living on what it holds): every stack but
+ * cls's goes back to its spans, pooled as idle, so that a thread that
+ * wakes after a burst keeps no more than it uses now.  One clock read a
+ * slow path. */
+static void scavenge_if_idle(ha_tcache *tc, unsigned cls)
+{
+	uint32_t now = ha_now_ms();
+	/* used_at is now | 1 (0: never), so it may lie a ms ahead */
+	if (tc->used_at && (int32_t)(now - tc->used_at) >= HA_DECAY_MS)
+		for (unsigned c = 1; c < HA_NCLASSES; c++)
+			if (c != cls)
+				give_back(&tc->list[c], c, ha_tl_len(tc, c), HA_TO_SPANS_IDLE);
+	tc->used_at = now | 1;
+}
+
 void *ha_tcache_refill(uintptr_t key, size_t n)
 {
 	unsigned cls = ha_tl_key_class(key);
@@ -299,6 +327,7 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 		l->room++;
 		return p;
 	}
+	scavenge_if_idle(tc, cls);
 	if (tc->max[cls] == 0)
 		set_max(tc, cls, 1);
 	unsigned want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : move_objs(tc, cls);
@@ -390,6 +419,7 @@ void ha_tcache_overflow(uintptr_t key, void *p)
 	*l->top++ = p;                        /* the spare slot: max + 1 at most */
 	if (l->room >= 0)
 		return;
+	scavenge_if_idle(tc, cls);
 	unsigned batch = ha_class_batch[cls];
 	if (HA_UNLIKELY(tc->max[cls] == 0)) {
 		/* the first free of a class this thread has not allocated
@@ -472,6 +502,33 @@ static int node_alive(ha_tnode *nd, int self)
 		return 1;
 	retire_node(nd);
 	return 0;
+}
+
+/* The decay step's part for exited threads: a record unused for
+ * HA_DECAY_MS gives its slab's pages back (the next thread to take it
+ * faults in what it uses), so that threads that have exited leave nothing
+ * resident behind them once the program has gone quiet.  Under the
+ * registry lock, which a thread takes to claim a record. */
+int ha_tcache_decay(uint32_t now)
+{
+	if (!__atomic_load_n(&idle_slabs, __ATOMIC_RELAXED))
+		return 0;
+	int more = 0, saved = errno;
+	ha_lock(&registry_lock);
+	for (ha_tnode *nd = registry; nd; nd = nd->next) {
+		if (nd->live || !nd->slab_idle_since)
+			continue;
+		if ((int32_t)(now - nd->slab_idle_since) < HA_DECAY_MS) {
+			more = 1;
+			continue;
+		}
+		madvise(nd->slab, ha_tl_slab_bytes, MADV_DONTNEED);
+		nd->slab_idle_since = 0;
+		idle_slabs--;
+	}
+	ha_unlock(&registry_lock);
+	errno = saved;
+	return more;
 }
 
 unsigned ha_tcache_live(void)

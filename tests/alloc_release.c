@@ -2,13 +2,17 @@
  * burst in which 8 threads each allocate ~150 MB of mixed small blocks
  * (8 B .. 32 KiB, every byte touched) and free them all, and the threads
  * have exited, resident memory is at once within 96 MiB of where it
- * started (the 64 MiB of free spans kept resident for a program that
- * allocates again, and 32 MiB for caches), and after a quiet 1.2 s and a
- * few more allocations within 40 MiB of it, with no malloc_trim call; also
- * after a single-threaded burst of the same shape.  What stays after the
- * quiet second is 27-34 MiB depending on how the threads interleaved, and
- * a second quiet round gives back nothing more; glibc's malloc ends
- * within ~9 MiB here. */
+ * started (the free spans kept resident for a program that allocates
+ * again, and the caches), and after a quiet 1.2 s and a few more
+ * allocations within 20 MiB of it, with no malloc_trim call; also after a
+ * single-threaded burst of the same shape.  The quiet second gives back
+ * the caches of classes and threads that went unused for it (transfer
+ * arrays, kept empty spans, the refilling thread's other stacks, exited
+ * threads' slabs) down to one MiB a cache: what stays, 9-15 MiB here, is
+ * mostly bookkeeping that covers the 1.2 GB the burst spread over (page-map
+ * leaves and span records, ~4.5 MiB) and pages mimalloc keeps; before that
+ * it was 24-30 MiB, which this bound fails.  glibc's malloc ends within
+ * ~9 MiB here.  It runs at the default sampling, as users run it. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -71,6 +75,6 @@ int main(void)
 		free(w[i]);
 	long later = rss_kib();
 	fprintf(stderr, "VmRSS: %ld KiB after 1.2 s quiet and a refill\n", later);
-	CHECK_LE(later, base + 40 * 1024);
+	CHECK_LE(later, base + 20 * 1024);
 	return CHECK_DONE();
 }
