@@ -29,7 +29,8 @@
  * of the tag and the offset.  It is checked before every free; a wrong byte
  * prints where and exits 1.  Queues are bounded rings (mutex + condition variables), moved
  * in batches, so memory stays bounded and the locks stay off the profile.
- * Prints "allocator <file>", "ops_per_sec <messages or tasks per second>".
+ * Prints "allocator <file>", "peak_rss_kib <VmHWM>" and "ops_per_sec <messages
+ * or tasks per second>".
  * SCALE: percent of the default work (sized for ~1-2 s under glibc, 2 cores).
  */
 #include "bench.h"
@@ -584,6 +585,24 @@ static long run_pipeline(int stages)
 	return total;
 }
 
+/* Peak RSS of this process image, in KiB: VmHWM, which (unlike the parent's
+ * wait4) does not count the memory of the runner that forked us. */
+static long peak_rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmHWM:", 6)) {
+			kib = atol(line + 6);
+			break;
+		}
+	fclose(f);
+	return kib;
+}
+
 int main(int argc, char **argv)
 {
 	const char *shape = argc > 1 ? argv[1] : "";
@@ -625,6 +644,7 @@ int main(int argc, char **argv)
 	}
 	if (share >= 0)
 		printf("remote_share %.3f\n", share);
-	printf("ops %ld\nseconds %.3f\nops_per_sec %.0f\n", total, t, (double)total / t);
+	printf("ops %ld\nseconds %.3f\npeak_rss_kib %ld\nops_per_sec %.0f\n", total, t,
+	       peak_rss_kib(), (double)total / t);
 	return 0;
 }
