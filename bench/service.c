@@ -613,7 +613,7 @@ int main(int argc, char **argv)
 	if (!strcmp(shape, "reqresp")) {
 		if (threads < 1 || threads > MAX_THREADS / 2)
 			threads = 2;
-		per_thread = (long)(2000000 * scale / threads);
+		per_thread = (long)(3000000 * scale / threads);
 	} else if (!strcmp(shape, "steal")) {
 		if (threads < 1 || threads > MAX_THREADS)
 			threads = 2;
@@ -621,7 +621,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(shape, "pipeline")) {
 		if (threads < 2 || threads > MAX_THREADS)
 			threads = 4;
-		per_thread = (long)(1000000 * scale);
+		per_thread = (long)(1500000 * scale);
 	} else {
 		fprintf(stderr, "usage: service reqresp|steal|pipeline [SCALE%%] [THREADS]\n");
 		return 2;
