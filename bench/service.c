@@ -26,9 +26,11 @@
  *
  * Every block (32 B at least) carries a header (tag, size, check word) and a
  * pattern: one 8-byte word per 64 B line and the last 8 bytes, each a function
- * of the tag and the offset.  It is checked before every free; a wrong byte
- * prints where and exits 1.  Queues are bounded rings (mutex + condition variables), moved
- * in batches, so memory stays bounded and the locks stay off the profile.
+ * of the tag and the offset (every line touched, as a real message would be,
+ * at an eighth of the cost of filling it).  It is checked before every free; a
+ * wrong byte in those words prints where and exits 1.  Queues are bounded
+ * rings (mutex + condition variables), moved in batches, so memory stays
+ * bounded and the locks stay off the profile.
  * Prints "allocator <file>", "peak_rss_kib <VmHWM>" and "ops_per_sec <messages
  * or tasks per second>".
  * SCALE: percent of the default work (sized for ~1-2 s under glibc, 2 cores).
