@@ -43,9 +43,15 @@
  * its cache line where it is).  Its capacity in blocks: TRANSFER_CLASS
  * bytes of them, between 16 moves of the largest size (a thread that only
  * frees hands over HA_MOVE_BATCHES batches at a time, and two or more do
- * so at once) and TRANSFER_MAX_OBJS; the array is made on first use. */
-#define TRANSFER_CLASS ((uint64_t)4 << 20)
-#define TRANSFER_MAX_OBJS 65536u
+ * so at once) and TRANSFER_MAX_OBJS; the array is made on first use.  A
+ * class may take all of TRANSFER_BYTES: in a producer/consumer program
+ * the blocks in flight between the freeing and the allocating threads
+ * swing by tens of MiB, and past the array they go back to their spans one
+ * at a time and come out again the same way (xmalloc-testN: to_span and
+ * the span path were 25% of the time with a 1 MiB array); an unused
+ * class's array goes back after a quiet second (classes_decay). */
+#define TRANSFER_CLASS ((uint64_t)16 << 20)
+#define TRANSFER_MAX_OBJS 262144u
 /* Empty spans a class keeps before handing them to the pool: refilling
  * from a kept span costs no page-map update. */
 #define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
