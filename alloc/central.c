@@ -1,11 +1,13 @@
 /* alloc/central.c — the middle-end: one central cache per size class.
  *
- * Each class has a lock, a transfer cache of whole batches (a thread cache
- * that overflows hands batches over and another thread's refill takes them,
- * linked through their kept tails, in O(batches)), and the list of spans that still hold free objects.  Objects that
- * do not fit the transfer cache go back to their span (found through the
- * page map); a span whose objects are all back returns to mimalloc, except
- * that each class keeps one empty span to avoid thrashing.
+ * Each class has a lock, a transfer cache (an array of block pointers: a
+ * thread cache that overflows copies its top into it and another thread's
+ * refill copies them out, which is the whole path of a block freed by
+ * another thread), and the list of spans that still hold free objects.
+ * Blocks that do not fit the transfer cache go back to their span (found
+ * through the page map); a span whose objects are all back returns to
+ * mimalloc, except that each class keeps one empty span to avoid
+ * thrashing, until it goes a second unused.
  *
  * Empty spans beyond that go to a pool of free spans (records and memory
  * together), reused by any class with the same span size, newest first.
@@ -247,7 +249,7 @@ static void pool_decay(uint32_t now, size_t cap)
 	}
 }
 
-/* What the pool may keep hot (the transfer batches count as another
+/* What the pool may keep hot (the transfer arrays count as another
  * cache's: free and resident too). */
 static size_t pool_cap(void)
 {

@@ -1,8 +1,8 @@
 /* alloc/internal.h — the allocator's internal map.
  *
  * Tiers (google/tcmalloc names):
- *   front-end   thread_cache.c   per-thread free lists, no lock, no atomic
- *   middle-end  central.c        per-class transfer batches + span free lists
+ *   front-end   thread_cache.c   per-thread stacks of block pointers, no lock, no atomic
+ *   middle-end  central.c        per-class transfer arrays + span free lists
  *   back-end    arena.c          spans and large blocks from mimalloc (the only
  *                                includer of <mimalloc.h>)
  *               huge.c           blocks >= 1 MiB: carved from reserved regions,
@@ -224,7 +224,7 @@ int ha_tcache_decay(uint32_t now);   /* exited threads' slabs */
 uint64_t ha_central_live_bytes(void);
 uint64_t ha_arena_live_bytes(void);
 uint64_t ha_huge_live_bytes(void);
-/* Free bytes each keeps resident: hot spans and transfer batches, hot
+/* Free bytes each keeps resident: hot spans and transfer arrays, hot
  * large blocks, free dirty huge pages. */
 uint64_t ha_central_held_bytes(void);
 uint64_t ha_arena_held_bytes(void);
@@ -297,7 +297,7 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 #define HA_MOVE_BATCHES 8
 void ha_central_trim(void);
 void ha_central_release_all(void);      /* trim + cold spans' address space */
-void ha_central_thread_exited(void);   /* drains transfer batches past 1 MiB */
+void ha_central_thread_exited(void);   /* drains transfer arrays past 1 MiB */
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes);
 /* The free-span pool's bytes: hot (resident) and cold (given back,
  * address space kept); racy reads. */
