@@ -47,12 +47,13 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
+	uint64_t t = ha_age_now();    /* the sample's one clock read: its age */
 	/* the common case, a known stack: one stripe lock, no table lock */
 	uint64_t h = 0;
 	uint32_t idx = 0;
 	uint32_t hint = req == last.req ? last.bucket : 0;
-	int r = kept ? ha_objmap_count((uintptr_t)p, hint, &h, pcs, depth, req, &idx)
-		     : ha_objmap_record((uintptr_t)p, hint, &h, pcs, depth, req, &idx);
+	int r = kept ? ha_objmap_count((uintptr_t)p, hint, &h, pcs, depth, req, t, &idx)
+		     : ha_objmap_record((uintptr_t)p, hint, &h, pcs, depth, req, t, &idx);
 	if (HA_LIKELY(r >= 0)) {
 		if (r) {
 			last.bucket = idx + 1;
@@ -71,11 +72,12 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		last.req = req;
 	}
 	if (b && kept) {
+		ha_objmap_keep((uintptr_t)p, b, req, t);
 		*sampled = 1;
 		*kept = b->idx + 1;
 		__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
 	} else if (b) {
-		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
+		if (ha_objmap_insert((uintptr_t)p, b, req, t) == 0) {
 			*sampled = 1;
 			__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
 		} else {            /* no room to remember it: undo the count */
