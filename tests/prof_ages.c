@@ -4,10 +4,12 @@
  * its block after 30 ms; then 2 s pass and new_site allocates and keeps.
  * Then a dump (HEAPPROFILE) and the served profile (heapalloc_profile_pprof)
  * into argv[1]; prints "elapsed S", the whole seconds between old_site's
- * allocations and the dump's start.
+ * allocations and the dump's start.  `--wait READY`: writes that line into
+ * READY instead and waits for stdin's end (for `heapalloc dump/top PID`).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "heapalloc.h"
@@ -43,8 +45,9 @@ __attribute__((noinline)) static void slow_site(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: prof_ages SERVED.pb.gz\n");
+	int wait = argc == 3 && strcmp(argv[1], "--wait") == 0;
+	if (argc != 2 && !wait) {
+		fprintf(stderr, "usage: prof_ages SERVED.pb.gz | --wait READY\n");
 		return 2;
 	}
 	double t0 = now();
@@ -58,6 +61,14 @@ int main(int argc, char **argv)
 	nanosleep(&ts, NULL);
 	for (int i = 0; i < 20; i++)
 		new_site(i);
+	if (wait) {
+		FILE *r = fopen(argv[2], "w");
+		if (!r || fprintf(r, "elapsed %d\n", (int)(now() - t0)) < 0 || fclose(r) != 0)
+			return 6;
+		while (getchar() != EOF)
+			;
+		return 0;
+	}
 	printf("elapsed %d\n", (int)(now() - t0));
 	fflush(stdout);
 	if (heapalloc_profile_dump("ages") != 0)

@@ -16,9 +16,10 @@ need_go
 # matches FOCUS (go pprof's -tagfocus)
 tagged() {
 	"$GO" tool pprof -top -unit=B -nodefraction=0 -edgefraction=0 -nodecount=100000 \
-		-sample_index="$1" -tagfocus="$2" "$W" "$3" 2>"$tmp/pprof.err" |
-		awk -v n="$4" '$NF == n { v = $1; sub(/B$/, "", v); print v; found = 1; exit }
-			END { if (!found) print 0 }'
+		-sample_index="$1" -tagfocus="$2" "$W" "$3" >"$tmp/pprof.out" 2>"$tmp/pprof.err" ||
+		{ fail "go tool pprof -tagfocus=$2 $3: $(tail -1 "$tmp/pprof.err")"; echo error; return; }
+	awk -v n="$4" '$NF == n { v = $1; sub(/B$/, "", v); print v; found = 1; exit }
+		END { if (!found) print 0 }' "$tmp/pprof.out"
 }
 
 mkdir "$tmp/a"
@@ -66,4 +67,45 @@ eq "sampled: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
 near "sampled: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" \
 	"$(flat alloc_space "$f" churn_site)" 10
 eq "sampled: churn lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" churn_site)" 0
+
+# From outside: `heapalloc dump PID` of the same heap (every allocation
+# recorded by the always-on sampling, nothing else set) gives the same
+# exact split; `heapalloc top PID --older 2s` puts old_site's bytes in its
+# old column, new_site's not, and a second view names no growing site.
+H="$top_builddir/tools/heapalloc"
+rm -f "$tmp/in"
+mkfifo "$tmp/in"
+HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" --wait "$tmp/ready" <"$tmp/in" >"$tmp/w.out" 2>"$tmp/w.err" &
+pid=$!
+exec 7>"$tmp/in"
+i=0
+while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+e=$(sed -n 's/^elapsed //p' "$tmp/ready" 2>/dev/null)
+eq "outside: elapsed" "$e" 2
+f="$tmp/outside.pb.gz"
+timeout 60 "$H" dump $pid -o "$f" 2>"$tmp/dump.err" || fail "outside: dump exited $?: $(cat "$tmp/dump.err")"
+eq "outside: old_site age=2s:" "$(tagged inuse_space age=2s: "$f" old_site)" 10240
+eq "outside: old_big age=2s:" "$(tagged inuse_space age=2s: "$f" old_big)" 400000
+eq "outside: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
+eq "outside: new_site age=:1s" "$(tagged inuse_space age=:1s "$f" new_site)" 10240
+eq "outside: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" 300000
+eq "outside: slow lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" slow_site)" 5000
+timeout 60 "$H" top $pid -n 2 --interval 0.2 --older 2s --rows 50 >"$tmp/top.out" 2>"$tmp/top.err" ||
+	fail "outside: top exited $?: $(cat "$tmp/top.err")"
+# the second view's row of a site: in use, change (two words each), then
+# objects, median age, older than 2s
+row() { awk -v s="$1" '/^heapalloc top/ { n++ } n == 2 && $9 == s { print $1 " " $2 " " $5 " " $6 " " $7 " " $8; exit }' "$tmp/top.out"; }
+r=$(row old_site)
+case "$r" in "10.0 KiB 20 "[23]"s 10.0 KiB") ;; *) fail "outside: top's old_site row '$r', want 10.0 KiB, 20 objects, age 2s or 3s, 10.0 KiB old" ;; esac
+r=$(row new_site)
+case "$r" in "10.0 KiB 20 "[01]"s 0 B") ;; *) fail "outside: top's new_site row '$r', want 10.0 KiB, 20 objects, age 0s or 1s, 0 B old" ;; esac
+grep -q "^growing: no site's bytes older than 2s grew" "$tmp/top.out" ||
+	fail "outside: top named a growing site: $(grep '^growing' "$tmp/top.out")"
+"$H" top $pid --once --older 2x >/dev/null 2>"$tmp/bad.err" && fail "outside: top --older 2x accepted"
+eq "outside: --older 2x" "$(cat "$tmp/bad.err")" "heapalloc: top: --older '2x' is not an age (seconds, or a number with s, m, h or d) (see heapalloc top --help)"
+exec 7>&-
+wait $pid || fail "outside: the program exited $? after the reads"
 finish

@@ -148,7 +148,8 @@ def build_parser():
                       help='pprof (gzipped profile.proto with names, the default) or text '
                            '(the gperftools format of HEAPPROFILE dumps)')
     tp = sub.add_parser('top', prog=PROG + ' top', description=TOP_DESC,
-                         usage='%(prog)s PID [--once | -n N] [--interval SEC] [--rows N]',
+                         usage='%(prog)s PID [--once | -n N] [--interval SEC] [--rows N]\n'
+                               '                     [--older AGE]',
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          allow_abbrev=False)
     tp.add_argument('pid', metavar='PID')
@@ -157,6 +158,9 @@ def build_parser():
                      help='print N views as plain text, one per interval, and exit')
     tp.add_argument('--interval', default='1', metavar='SEC', help='seconds between views (default 1)')
     tp.add_argument('--rows', default='15', metavar='N', help='sites shown (default 15)')
+    tp.add_argument('--older', default='1h', metavar='AGE',
+                    help='the age past which live bytes count as old: seconds, or a number '
+                         'with s, m, h or d (default 1h)')
     sv = sub.add_parser('serve', prog=PROG + ' serve', description=SERVE_DESC,
                         usage='%(prog)s PID ADDR', allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -259,8 +263,23 @@ def cmd_top(args, where):
                            % args.interval)
     if not args.rows.isdigit() or int(args.rows) == 0:
         return usage_error('top', '--rows %r is not a positive whole number' % args.rows)
+    older = seconds_of(args.older)
+    if older is None:
+        return usage_error('top', '--older %r is not an age (seconds, or a number with s, m, '
+                           'h or d)' % args.older)
     ha_proc.READER_VERSION = where.version
-    return ha_remote.top(where.tools, pid, count, interval, int(args.rows), err)
+    return ha_remote.top(where.tools, pid, count, interval, int(args.rows), err, older)
+
+
+def seconds_of(s):
+    """'90', '90s', '15m', '2h', '1.5d' -> whole seconds (>= 0), or None."""
+    mult = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400}.get(s[-1:], 1)
+    num = s[:-1] if s[-1:] in 'smhd' and s[-1:] else s
+    try:
+        v = float(num) * mult
+    except ValueError:
+        return None
+    return int(v) if 0 <= v < 1e12 and num.strip() == num else None
 
 
 def cmd_serve(args, where):
