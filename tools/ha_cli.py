@@ -88,8 +88,11 @@ TOP_DESC = """A live view of the heap of the running process PID, read from outs
 'heapalloc dump' reads it, refreshed every second: in use and allocated
 (exact: the allocator's books), RSS, the peak RSS and the highest in use seen,
 and the sites with the most bytes in use, with their change since the last
-view.  A site is its first frame of the program's own code with file:line,
-then its callers.  --once or -n N print plain text for a pipe or a script."""
+view, the median age of their live bytes and how many of them are older than
+--older AGE (default 1h); from the second view on, a last line names the
+sites whose old bytes grew since the view before ("growing").  A site is its
+first frame of the program's own code with file:line, then its callers.
+--once or -n N print plain text for a pipe or a script."""
 
 
 SERVE_DESC = """Serve the heap of the running process PID as Go's net/http/pprof serves a Go
