@@ -289,7 +289,7 @@ int ha_objmap_record(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *
 }
 
 int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *pcs, int depth,
-		    size_t req, uint64_t t, uint32_t *idx)
+		    size_t req, size_t asked, uint64_t t, uint32_t *idx)
 {
 	uint64_t h = mix(p);
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
@@ -300,18 +300,18 @@ int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *p
 		__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
 		ha_peak_touch(b);
 		*idx = b->idx;
-		keep_time(st, h, p, b, req, t);
+		keep_time(st, h, p, b, asked, t);
 	}
 	ha_plock_unlock(&st->lock);
 	return b ? 1 : -1;
 }
 
-void ha_objmap_keep(uintptr_t p, ha_bucket *b, size_t req, uint64_t t)
+void ha_objmap_keep(uintptr_t p, ha_bucket *b, size_t asked, uint64_t t)
 {
 	uint64_t h = mix(p);
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
-	keep_time(st, h, p, b, req, t);
+	keep_time(st, h, p, b, asked, t);
 	ha_plock_unlock(&st->lock);
 }
 

@@ -299,13 +299,14 @@ int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes);
  * allocator's) has ended.  Both
  * hold p's stripe lock, which keeps the table alive. */
 int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *h, const uintptr_t *pcs, int depth,
-		    size_t req, uint64_t t, uint32_t *idx);
+		    size_t req, size_t asked, uint64_t t, uint32_t *idx);
 void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session);
 /* A kept sample counted in a new bucket b (under the table lock): p's
- * time only, as ha_objmap_count keeps it.  Both keep p with its time for
- * its age (no slot free: not aged); ha_objmap_free_kept then forgets it
- * and counts its lifetime. */
-void ha_objmap_keep(uintptr_t p, ha_bucket *b, size_t req, uint64_t t);
+ * time only, as ha_objmap_count keeps it.  Both keep p with its time and
+ * the bytes asked for (asked: its extent) for its age and a leak scan (no
+ * slot free: not aged); ha_objmap_free_kept then forgets it and counts its
+ * lifetime. */
+void ha_objmap_keep(uintptr_t p, ha_bucket *b, size_t asked, uint64_t t);
 /* A live sample as a dump sees it: its bucket, bytes, allocation time. */
 typedef struct ha_agent {
 	uint32_t idx;

@@ -41,7 +41,8 @@ struct ha_root_table {
  * {uint64_t key = address >> 4 | bucket index << 44, uint64_t bytes,
  * uint64_t at offset slot_time: allocated at (CLOCK_MONOTONIC ns) in bits
  * 0-62; bit 63 set when the allocator keeps the sample's record (the slot
- * is its time alone; it is counted in its bucket all the same)}. */
+ * is its time and the bytes asked for, not the bytes counted; its bucket
+ * counts it all the same)}. */
 struct ha_root_objmap {
 	uint64_t stripes;         /* address of the stripe array */
 	uint32_t nstripes, stripe_size;

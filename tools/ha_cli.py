@@ -36,8 +36,10 @@ COMMANDS = """Commands:
   timeline ARGS...                in-use bytes over a run's dumps
   dump PID [-o FILE] [--format pprof|text]
                                   the heap profile of a running process, read from outside
-  top PID [--once | -n N] [--interval SEC] [--rows N]
-                                  a live view of a running process's heap
+  top PID [--once | -n N] [--interval SEC] [--rows N] [--older AGE]
+                                  a live view of a running process's heap, with ages
+  leaks PID [-o FILE] [--stop] [--fail]
+                                  sampled live blocks nothing points to, per site
   serve PID ADDR                  /debug/pprof/heap and /allocs of a running process
 
 'heapalloc COMMAND --help' describes each command; man heapalloc has more.
@@ -93,6 +95,16 @@ view, the median age of their live bytes and how many of them are older than
 sites whose old bytes grew since the view before ("growing").  A site is its
 first frame of the program's own code with file:line, then its callers.
 --once or -n N print plain text for a pipe or a script."""
+
+
+LEAKS_DESC = """The sampled live blocks of the running process PID that nothing points to,
+per site, weighted into estimated bytes with each site's standard error: its
+memory is read from outside as a debugger reads it (data and bss of every
+mapped object, heaps, thread stacks; interior and unaligned pointers count).
+--stop holds every thread for the scan (its registers then count too) and
+lets it go; without it the process runs on.  -o FILE writes the same as a
+pprof profile (go tool pprof -top FILE).  --fail: exit status 3 when a leak
+is found (for a test suite)."""
 
 
 SERVE_DESC = """Serve the heap of the running process PID as Go's net/http/pprof serves a Go
@@ -164,6 +176,15 @@ def build_parser():
     tp.add_argument('--older', default='1h', metavar='AGE',
                     help='the age past which live bytes count as old: seconds, or a number '
                          'with s, m, h or d (default 1h)')
+    lk = sub.add_parser('leaks', prog=PROG + ' leaks', description=LEAKS_DESC,
+                        usage='%(prog)s PID [-o FILE] [--stop] [--fail]',
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        allow_abbrev=False)
+    lk.add_argument('pid', metavar='PID')
+    lk.add_argument('-o', '--output', metavar='FILE', help='also write the leaks as a pprof profile')
+    lk.add_argument('--stop', action='store_true',
+                    help='stop the process for the scan (consistent; registers count)')
+    lk.add_argument('--fail', action='store_true', help='exit status 3 when a leak is found')
     sv = sub.add_parser('serve', prog=PROG + ' serve', description=SERVE_DESC,
                         usage='%(prog)s PID ADDR', allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -293,6 +314,15 @@ def cmd_serve(args, where):
     return ha_remote.serve(where.tools, pid, args.addr, err)
 
 
+def cmd_leaks(args, where):
+    pid = pid_of('leaks', args.pid)
+    if pid is None:
+        return usage_error('leaks', 'PID %r is not a process id' % args.pid)
+    ha_proc.READER_VERSION = where.version
+    import ha_leaks
+    return ha_leaks.leaks(where, pid, args.output, args.stop, args.fail, err)
+
+
 def cmd_check(args, where):
     import ha_check       # here: a dump or top compiles only what it runs
     return ha_check.check(args.files)
@@ -307,4 +337,4 @@ def cmd_growth(args, where):
 
 
 COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth, 'dump': cmd_dump,
-                 'top': cmd_top, 'serve': cmd_serve}
+                 'top': cmd_top, 'serve': cmd_serve, 'leaks': cmd_leaks}

@@ -394,7 +394,7 @@ def _read_lines(mem, r):
 
 
 def _read_ages(mem, r):
-    """The live samples [(bucket index, bytes, allocated at)], the map's
+    """The live samples [(bucket index, bytes, allocated at, address)], the map's
     slots copied stripe by stripe (prof/object_map.c; a slot moving while
     read may be missed or seen twice: a sample's age, never a total), or
     None when the target has no times (an older heapalloc)."""
@@ -405,6 +405,7 @@ def _read_ages(mem, r):
         return None
     out = []
     keep = (1 << 63) - 1
+    mask = (1 << r.addr_bits) - 1
     for i in range(r.nstripes):
         o = i * r.stripe_size
         slots = struct.unpack_from('<Q', raw, o + r.s_slots)[0]
@@ -418,7 +419,7 @@ def _read_ages(mem, r):
             key, req = _QQ.unpack_from(buf, j)
             if key:
                 t = struct.unpack_from('<Q', buf, j + r.slot_time)[0] & keep
-                out.append((key >> r.addr_bits, req, t))
+                out.append((key >> r.addr_bits, req, t, (key & mask) << 4))
     return out
 
 

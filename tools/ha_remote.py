@@ -191,7 +191,7 @@ class Profile:
         self.ages = None
         if getattr(snap, 'ages', None) is not None:
             self.ages = {}
-            for idx, req, t in snap.ages:
+            for idx, req, t, _ in snap.ages:
                 self.ages.setdefault(idx, []).append((req, t))
             for a in self.ages.values():
                 a.sort(key=lambda x: x[1])

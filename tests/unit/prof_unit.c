@@ -241,28 +241,28 @@ static void objmap_and_table(void)
 	uint64_t a0 = b[3]->alloc_count, f0 = b[3]->free_count, fb0 = b[3]->free_bytes;
 	uint64_t h = 0, t0 = ha_age_now();
 	const uintptr_t K1 = 0x7e0000000000ull, K2 = K1 + 16, K3 = K1 + 32;
-	CHECK_EQ(ha_objmap_count(K1, 0, &h, pcs, 3, 100, t0, &idx), 1);
+	CHECK_EQ(ha_objmap_count(K1, 0, &h, pcs, 3, 100, 100, t0, &idx), 1);
 	CHECK_EQ(idx, b[3]->idx);
 	CHECK_EQ(h, ha_table_hash(pcs, 3, 100));
 	CHECK_EQ(b[3]->alloc_count, a0 + 1);
 	ha_objmap_stats(&objs, &mem);
 	CHECK_EQ(objs, 1);
 	uintptr_t nope[3] = { 0x9000, 0x2000, 0x3000 };
-	CHECK_EQ(ha_objmap_count(K2, 0, &h, nope, 3, 100, t0, &idx), -1);
+	CHECK_EQ(ha_objmap_count(K2, 0, &h, nope, 3, 100, 100, t0, &idx), -1);
 	CHECK_EQ(h, ha_table_hash(nope, 3, 100));
 	/* a hint: its bucket when the stack is that bucket's, the hash's when
 	 * not (another stack, another size key, no such bucket) */
 	h = 0;
-	CHECK_EQ(ha_objmap_count(K2, b[3]->idx + 1, &h, pcs, 3, 100, t0 - 5000000000ull, &idx), 1);
+	CHECK_EQ(ha_objmap_count(K2, b[3]->idx + 1, &h, pcs, 3, 100, 100, t0 - 5000000000ull, &idx), 1);
 	CHECK_EQ(idx, b[3]->idx);
 	CHECK_EQ(h, 0);                   /* found at the hint: not hashed */
 	CHECK_EQ(b[3]->alloc_count, a0 + 2);
 	pcs[0] = 0x1000 + 4;
-	CHECK_EQ(ha_objmap_count(K3, b[3]->idx + 1, &h, pcs, 3, 100, t0, &idx), 1);
+	CHECK_EQ(ha_objmap_count(K3, b[3]->idx + 1, &h, pcs, 3, 100, 100, t0, &idx), 1);
 	CHECK_EQ(idx, b[4]->idx);
 	CHECK_EQ(b[3]->alloc_count, a0 + 2);
-	CHECK_EQ(ha_objmap_count(K3, b[4]->idx + 1, &h, pcs, 3, 100000, t0, &idx), -1);
-	CHECK_EQ(ha_objmap_count(K3, NB + 50, &h, nope, 3, 100, t0, &idx), -1);
+	CHECK_EQ(ha_objmap_count(K3, b[4]->idx + 1, &h, pcs, 3, 100000, 100000, t0, &idx), -1);
+	CHECK_EQ(ha_objmap_count(K3, NB + 50, &h, nope, 3, 100, 100, t0, &idx), -1);
 	ha_objmap_stats(&objs, &mem);
 	CHECK_EQ(objs, 3);
 	/* the dump's copy: by bucket, oldest first, with the times given */
@@ -366,7 +366,7 @@ static void *counter(void *arg)
 			uintptr_t pcs[2] = { 0x100000 + (t * PER + i) * 16, 0x7000 };
 			uint64_t h;
 			uint32_t idx;
-			if (ha_objmap_count(0x7d0000000000ull + i * 16, 0, &h, pcs, 2, 64, 0, &idx) < 0) {
+			if (ha_objmap_count(0x7d0000000000ull + i * 16, 0, &h, pcs, 2, 64, 64, 0, &idx) < 0) {
 				ha_table_lock();
 				ha_table_record_hashed(h, pcs, 2, 64);
 				ha_table_unlock();

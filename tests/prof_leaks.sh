@@ -1,0 +1,53 @@
+#!/bin/sh
+# `heapalloc leaks PID` on tests/prof_leaks.c, every block sampled
+# (HEAP_PROFILE_SAMPLE_INTERVAL=64, blocks of 4000 bytes): running and then
+# stopped for the scan, the leaks (10 dropped blocks, a cycle of 2) are
+# found to the byte in the -o profile as go pprof reads it, and nothing
+# referenced is called a leak: a global array, pointers into the middle of
+# blocks, pointers in a packed struct, a list held block by block, blocks
+# known only to another thread's stack.  --fail exits 3; the program's
+# output and exit status are unchanged; bad input is one stderr line.
+PROF_WORK="$top_builddir/tests/prof_leaks"
+. "$top_srcdir/tests/prof_lib.sh"
+need_go
+H="$top_builddir/tools/heapalloc"
+
+rm -f "$tmp/in"
+mkfifo "$tmp/in"
+HEAP_PROFILE_SAMPLE_INTERVAL=64 "$W" "$tmp/ready" <"$tmp/in" >"$tmp/prog.out" 2>"$tmp/prog.err" &
+pid=$!
+exec 7>"$tmp/in"
+i=0
+while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -s "$tmp/ready" ] || { fail "the program never got ready: $(cat "$tmp/prog.err")"; finish; }
+
+for mode in running stopped; do
+	f="$tmp/$mode.pb.gz"
+	[ $mode = stopped ] && stop=--stop || stop=
+	timeout 60 "$H" leaks $pid $stop -o "$f" >"$tmp/$mode.out" 2>"$tmp/$mode.err" ||
+		fail "$mode: leaks exited $?: $(cat "$tmp/$mode.err")"
+	grep -q "^scan: 12 of .* the process $mode" "$tmp/$mode.out" ||
+		fail "$mode: the scan line: $(sed -n 2p "$tmp/$mode.out")"
+	eq "$mode: leak_site" "$(flat inuse_space "$f" leak_site)" 40000
+	eq "$mode: cycle_site" "$(flat inuse_space "$f" cycle_site)" 8000
+	for site in cache_site inner_site packed_site chain_site stack_site; do
+		eq "$mode: $site" "$(flat inuse_space "$f" $site)" 0
+	done
+done
+timeout 60 "$H" leaks $pid --fail >/dev/null 2>"$tmp/fail.err"
+eq "--fail with leaks: status" $? 3
+"$H" leaks 0 2>"$tmp/bad.err" >/dev/null
+eq "pid 0: status" $? 2
+eq "pid 0: one line" "$(wc -l <"$tmp/bad.err")" 1
+"$H" leaks $$ 2>"$tmp/none.err" >/dev/null
+eq "no heapalloc: status" $? 1
+eq "no heapalloc: one line" "$(wc -l <"$tmp/none.err")" 1
+
+exec 7>&-
+wait $pid
+eq "the program's status" $? 0
+eq "the program's output" "$(cat "$tmp/prog.out")" "done 1"
+finish
