@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "prof/prof.h"
+#include "prof/leakscan.h"
 #include "prof/root.h"
 
 #define NSTRIPES 64
@@ -398,6 +399,28 @@ size_t ha_objmap_ages(ha_agent *out, size_t cap)
 			if (k < cap)
 				out[k] = (ha_agent){ (uint32_t)(st->s[j].key >> ADDR_BITS),
 						     st->s[j].req, TIME(st->s[j].t) };
+			k++;
+		}
+		ha_plock_unlock(&st->lock);
+	}
+	return k;
+}
+
+size_t ha_objmap_blocks(ha_leak_block *out, uint32_t *idx, size_t cap)
+{
+	size_t k = 0;
+	for (int i = 0; i < NSTRIPES; i++) {
+		stripe *st = &stripes[i];
+		ha_plock_lock(&st->lock);
+		for (size_t j = 0; st->s && j < st->n; j++) {
+			if (!st->s[j].key)
+				continue;
+			if (k < cap) {
+				uint64_t a = key_addr(st->s[j].key);
+				out[k] = (ha_leak_block){ a, a + (st->s[j].req ? st->s[j].req : 1),
+							  (uint32_t)k, 0 };
+				idx[k] = (uint32_t)(st->s[j].key >> ADDR_BITS);
+			}
 			k++;
 		}
 		ha_plock_unlock(&st->lock);

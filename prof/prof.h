@@ -12,6 +12,9 @@
  *   object_map.c   sampled object address -> bucket, size, time
  *   ages.c         ages of live samples, lifetimes of freed ones (the clock,
  *                  the lifetime bins, a dump's copy of the times)
+ *   leakscan.c     a leak scan's conservative mark over /proc/PID/mem (shared
+ *                  with tools/leakscan.c; leakscan.h: its interface)
+ *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
  *   mappings.c     its executable mappings and their GNU build IDs
@@ -119,6 +122,8 @@ typedef struct ha_prof_options {
 	int64_t symbolize;        /* HEAP_PROFILE_SYMBOLIZE: names in served profiles */
 	int64_t calibrate;        /* HEAP_PROFILE_CALIBRATE: scale estimates to the books */
 	int64_t seed;             /* HEAP_PROFILE_SEED: the sampler's seed, 0 its own */
+	int64_t leaks;            /* HEAP_PROFILE_LEAKS: the leak check at exit */
+	int64_t leaks_status;     /* HEAP_PROFILE_LEAKS_STATUS: exit status on a leak, 0 none */
 	const char *http;         /* HEAP_PROFILE_HTTP: the address to serve on, or NULL */
 	const char *http_addr_file; /* HEAP_PROFILE_HTTP_ADDR_FILE: the bound address goes there */
 	int64_t http_root;        /* HEAPALLOC_HTTP_ROOT: the serving ancestor's pid, 0 none */
@@ -315,6 +320,12 @@ typedef struct ha_agent {
 /* Every live sample into out (room for cap), a stripe lock at a time; how
  * many there were (more than cap: only cap copied). */
 size_t ha_objmap_ages(ha_agent *out, size_t cap);
+/* Every live sample as a leak scan's candidate (prof/leakscan.h: its
+ * extent, line = its number here) and its bucket's index in idx; the same
+ * count as ha_objmap_ages.  The only copy of the samples' addresses a dump
+ * makes: the caller keeps it out of what it scans. */
+struct ha_leak_block;
+size_t ha_objmap_blocks(struct ha_leak_block *out, uint32_t *idx, size_t cap);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
 /* Where the map lives, for the root (remote.c; prof/root.h). */
 struct ha_root_objmap;
@@ -440,6 +451,11 @@ uint64_t ha_age_seconds(uint64_t now, uint64_t t);
  * parts add up to total exactly): total * (W_k+1 - W_k) / W, W_k the sum of
  * the weights before k.  cum: W_k, part: w[k], sum: W. */
 uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum);
+
+/* ---- leaks.c -------------------------------------------------------------- */
+/* HEAP_PROFILE_LEAKS: the leak scan at exit (an atexit handler, after the
+ * exit dump); may end the process with HEAP_PROFILE_LEAKS_STATUS. */
+void ha_leaks_at_exit(void);
 
 /* ---- stats.c ------------------------------------------------------------- */
 /* Write PREFIX.NNNN.stats (path) for dump `dump`: the heap's books and caches

@@ -6,7 +6,8 @@
 # referenced is called a leak: a global array, pointers into the middle of
 # blocks, pointers in a packed struct, a list held block by block, blocks
 # known only to another thread's stack.  --fail exits 3; the program's
-# output and exit status are unchanged; bad input is one stderr line.
+# output and exit status are unchanged; bad input is one stderr line.  The
+# same scan at exit (HEAP_PROFILE_LEAKS, HEAP_PROFILE_LEAKS_STATUS).
 PROF_WORK="$top_builddir/tests/prof_leaks"
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
@@ -50,4 +51,31 @@ exec 7>&-
 wait $pid
 eq "the program's status" $? 0
 eq "the program's output" "$(cat "$tmp/prog.out")" "done 1"
+
+# At exit (HEAP_PROFILE_LEAKS, the same scan in the process): the same
+# leaks in PREFIX.leaks.pb.gz and on stderr, the program's status kept; with
+# HEAP_PROFILE_LEAKS_STATUS=7 the status is 7, the output still whole.
+# (stack_site's thread has returned by then: its blocks may be leaks.)
+mkdir "$tmp/x" "$tmp/y" "$tmp/z"
+HEAPPROFILE="$tmp/x/p" HEAP_PROFILE_LEAKS=1 HEAP_PROFILE_SAMPLE_INTERVAL=64 \
+	"$W" "$tmp/x/ready" </dev/null >"$tmp/x.out" 2>"$tmp/x.err"
+eq "at exit: status" $? 0
+eq "at exit: output" "$(cat "$tmp/x.out")" "done 1"
+f="$tmp/x/p.leaks.pb.gz"
+eq "at exit: leak_site" "$(flat inuse_space "$f" leak_site)" 40000
+eq "at exit: cycle_site" "$(flat inuse_space "$f" cycle_site)" 8000
+for site in cache_site inner_site packed_site chain_site; do
+	eq "at exit: $site" "$(flat inuse_space "$f" $site)" 0
+done
+grep -q "^heapalloc: leak check at exit: 1[2-7] of 4[56] sampled live blocks nothing points to" \
+	"$tmp/x.err" || fail "at exit: no report line: $(grep leak "$tmp/x.err")"
+HEAPPROFILE="$tmp/y/p" HEAP_PROFILE_LEAKS=1 HEAP_PROFILE_LEAKS_STATUS=7 \
+	HEAP_PROFILE_SAMPLE_INTERVAL=64 "$W" "$tmp/y/ready" </dev/null >"$tmp/y.out" 2>"$tmp/y.err"
+eq "at exit, status 7: status" $? 7
+eq "at exit, status 7: output" "$(cat "$tmp/y.out")" "done 1"
+HEAPPROFILE="$tmp/z/p" HEAP_PROFILE_SAMPLE_INTERVAL=64 "$W" "$tmp/z/ready" </dev/null \
+	>"$tmp/z.out" 2>"$tmp/z.err"
+eq "not asked: status" $? 0
+[ -e "$tmp/z/p.leaks.pb.gz" ] && fail "not asked: a leaks file was written"
+grep -q "leak check" "$tmp/z.err" && fail "not asked: a leak report: $(grep leak "$tmp/z.err")"
 finish
