@@ -5,12 +5,15 @@
  * Then a dump (HEAPPROFILE) and the served profile (heapalloc_profile_pprof)
  * into argv[1]; prints "elapsed S", the whole seconds between old_site's
  * allocations and the dump's start.  `--wait READY`: writes that line into
- * READY instead and waits for stdin's end (for `heapalloc dump/top PID`).
+ * READY instead and waits for stdin's end (for `heapalloc dump/top PID`);
+ * `--grow READY` the same, while grow_site keeps a new block every 50 ms.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "heapalloc.h"
 
@@ -26,6 +29,9 @@ static double now(void)
 __attribute__((noinline)) static void old_site(int i) { keep[i] = malloc(512); }
 __attribute__((noinline)) static void old_big(int i) { keep[64 + i] = malloc(100000); }
 __attribute__((noinline)) static void new_site(int i) { keep[100 + i] = malloc(512); }
+
+static void *volatile grown[4096];
+__attribute__((noinline)) static void grow_site(int i) { grown[i] = malloc(512); }
 
 __attribute__((noinline)) static void churn_site(void)
 {
@@ -45,7 +51,8 @@ __attribute__((noinline)) static void slow_site(void)
 
 int main(int argc, char **argv)
 {
-	int wait = argc == 3 && strcmp(argv[1], "--wait") == 0;
+	int grow = argc == 3 && strcmp(argv[1], "--grow") == 0;
+	int wait = grow || (argc == 3 && strcmp(argv[1], "--wait") == 0);
 	if (argc != 2 && !wait) {
 		fprintf(stderr, "usage: prof_ages SERVED.pb.gz | --wait READY\n");
 		return 2;
@@ -65,6 +72,13 @@ int main(int argc, char **argv)
 		FILE *r = fopen(argv[2], "w");
 		if (!r || fprintf(r, "elapsed %d\n", (int)(now() - t0)) < 0 || fclose(r) != 0)
 			return 6;
+		char c;
+		for (int i = 0; grow && i < 4096; i++) {    /* until stdin's end */
+			struct pollfd p = { 0, POLLIN, 0 };
+			if (poll(&p, 1, 50) != 0 && read(0, &c, 1) <= 0)
+				return 0;
+			grow_site(i);
+		}
 		while (getchar() != EOF)
 			;
 		return 0;

@@ -108,4 +108,24 @@ grep -q "^growing: no site's bytes older than 2s grew" "$tmp/top.out" ||
 eq "outside: --older 2x" "$(cat "$tmp/bad.err")" "heapalloc: top: --older '2x' is not an age (seconds, or a number with s, m, h or d) (see heapalloc top --help)"
 exec 7>&-
 wait $pid || fail "outside: the program exited $? after the reads"
+
+# growing: a site that keeps a new block every 50 ms has more bytes older
+# than 1 s at each view, and top names it; the old sites stay put
+rm -f "$tmp/in" "$tmp/ready"
+mkfifo "$tmp/in"
+HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" --grow "$tmp/ready" <"$tmp/in" >"$tmp/g.out" 2>"$tmp/g.err" &
+pid=$!
+exec 7>"$tmp/in"
+i=0
+while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+timeout 60 "$H" top $pid -n 3 --interval 1.2 --older 1s --rows 50 >"$tmp/gtop.out" 2>"$tmp/gtop.err" ||
+	fail "growing: top exited $?: $(cat "$tmp/gtop.err")"
+g=$(grep '^growing: ' "$tmp/gtop.out" | tail -1)
+case "$g" in *grow_site*) ;; *) fail "growing: the last view's line '$g' does not name grow_site" ;; esac
+case "$g" in *old_site*|*old_big*) fail "growing: '$g' names a site that stays put" ;; esac
+exec 7>&-
+wait $pid || fail "growing: the program exited $?"
 finish
