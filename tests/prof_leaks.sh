@@ -32,6 +32,8 @@ for mode in running stopped; do
 		fail "$mode: leaks exited $?: $(cat "$tmp/$mode.err")"
 	grep -q "^scan: 12 of .* the process $mode" "$tmp/$mode.out" ||
 		fail "$mode: the scan line: $(sed -n 2p "$tmp/$mode.out")"
+	grep -Eq '^ +39\.1 KiB +10 +0%  leak_site prof_leaks\.c:[0-9]+ <- main' "$tmp/$mode.out" ||
+		fail "$mode: no named leak_site row: $(cat "$tmp/$mode.out")"
 	eq "$mode: leak_site" "$(flat inuse_space "$f" leak_site)" 40000
 	eq "$mode: cycle_site" "$(flat inuse_space "$f" cycle_site)" 8000
 	for site in cache_site inner_site packed_site chain_site stack_site; do

@@ -8,7 +8,6 @@
 import gzip
 import subprocess
 import sys
-import time
 
 import ha_proc
 import ha_remote
@@ -52,8 +51,20 @@ def scan(libexec, pid, samples, stop):
     return (leaked,) + stats
 
 
+def site_names(path, keys):
+    """{stack key: 'site <- callers'} from the named profile at path, as top
+    names its rows (ha_growth.site); {} when it cannot be read."""
+    import ha_dump
+    import ha_growth
+    try:
+        D = ha_dump.load(path)
+    except Exception:           # noqa: BLE001 - names are a nicety: addresses then
+        return {}
+    cache = {}
+    return {k: ha_growth.site(D, k, False, cache) for k in keys if k in D.stacks}
+
+
 def leaks(where, pid, out, stop, fail_status, err):
-    t0 = time.monotonic()
     try:
         text, maps = ha_proc.read_maps(pid)
         mem = ha_proc.Mem(pid)
@@ -82,7 +93,7 @@ def leaks(where, pid, out, stop, fail_status, err):
                 if idx not in lines:
                     continue
                 eo, eb = ha_remote.unsample(c, b, r)
-                rows.append((eb, eo, c, ha_remote.rse(c, b, r), lines[idx]))
+                rows.append((eb, eo, c, b, lines[idx]))
             rows.sort(key=lambda x: -x[0])
             total = sum(x[0] for x in rows)
             notes = ['heapalloc leaks: sampled live blocks nothing points to, per site: values '
@@ -96,7 +107,7 @@ def leaks(where, pid, out, stop, fail_status, err):
                       'running (registers not seen)'),
                      'command: %s (pid %d)' % (ha_proc.cmdline(pid), pid)]
             data = None
-            if out is not None:
+            if rows:
                 prof = LeakProfile(snap, [x[4] for x in rows],
                                    [[x[1], x[0], x[1], x[0]] for x in rows], notes)
                 data = gzip.compress(ha_remote.encode_pprof(prof, pid, mem, maps), 6)
@@ -105,12 +116,33 @@ def leaks(where, pid, out, stop, fail_status, err):
     except ha_proc.ProcError as e:
         err('leaks: %s' % e)
         return 1
+    names = {}
     if data is not None:
         named, warns = ha_remote.name_profile(where.tools, pid, maps, data)
         for w in warns:
             err('leaks: %s' % w)
+        data = named or data
+        import os
+        import tempfile
+        d = tempfile.mkdtemp(prefix='heapalloc.')
         try:
-            ha_remote.write_atomic(out, named or data)
+            p = os.path.join(d, 'leaks.pb.gz')
+            with open(p, 'wb') as f:
+                f.write(data)
+            names = site_names(p, [tuple(pc - 1 for pc in x[4].pcs) for x in rows])
+        finally:
+            import shutil
+            shutil.rmtree(d, ignore_errors=True)
+    if out is not None:
+        if data is None:        # nothing leaked: an empty profile all the same
+            prof = LeakProfile(snap, [], [], notes)
+            mem = ha_proc.Mem(pid)
+            try:
+                data = gzip.compress(ha_remote.encode_pprof(prof, pid, mem, maps), 6)
+            finally:
+                mem.close()
+        try:
+            ha_remote.write_atomic(out, data)
         except OSError as e:
             err('leaks: cannot write %s: %s' % (out, e.strerror))
             return 1
@@ -121,11 +153,18 @@ def leaks(where, pid, out, stop, fail_status, err):
         ha_remote.human(total), len(rows), '' if len(rows) == 1 else 's', len(leaked),
         '' if len(leaked) == 1 else 's'))
     if rows:
-        w('%11s %7s %7s  %s\n' % ('est. bytes', 'blocks', '+-', 'site (leaf frame address; '
-                                   '-o FILE and go tool pprof -top FILE for names)'))
-        for eb, eo, c, e, l in rows:
-            w('%11s %7d %6.0f%%  0x%x\n' % (ha_remote.human(eb), c, 100 * e, l.pcs[0] - 1))
+        w('%11s %7s %7s  %s\n' % ('est. bytes', 'blocks', '+-', 'site (first frame of the '
+                                   'program, file:line, then its callers)'))
+        shown = {}              # lines of one site (two calls on one line) together
+        for eb, eo, c, b, l in rows:
+            key = tuple(pc - 1 for pc in l.pcs)
+            t = shown.setdefault(names.get(key) or '0x%x' % key[0], [0, 0, 0])
+            t[0] += eb
+            t[1] += c
+            t[2] += b
+        for name, (eb, c, b) in sorted(shown.items(), key=lambda kv: (-kv[1][0], kv[0])):
+            w('%11s %7d %6.0f%%  %s\n' % (ha_remote.human(eb), c,
+                                           100 * ha_remote.rse(c, b, snap.root.rate), name))
     if out is not None:
         w('profile: %s (go tool pprof -top %s)\n' % (out, out))
-    del t0
     return 3 if fail_status and rows else 0
