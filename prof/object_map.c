@@ -28,8 +28,8 @@
 
 /* A slot is 24 bytes: the address (16-aligned, below 2^48, so 44 bits) and
  * its bucket's index (ha_table_bucket, < 2^20) packed in one word, 0 for an
- * empty slot; the requested size; the allocation's CLOCK_MONOTONIC time in
- * ns (ha_age_now).  A stripe grows by half at 3/4 load (so it is 1/2 full
+ * empty slot; the bytes counted (a kept sample's: the bytes asked for);
+ * the allocation's CLOCK_MONOTONIC time in ns (ha_age_now).  A stripe grows by half at 3/4 load (so it is 1/2 full
  * after): 32..48 bytes per object, where doubling would leave 3/8 (64
  * bytes).  Any size works: a slot's home is the hash's top bits scaled to
  * the size (home()). */
@@ -201,8 +201,8 @@ static void keep_time(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, s
 	put(st, h, p, b, req, t | KEPT);
 }
 
-/* Remove the slot of address a (at j) by backward shift: later members of
- * its run move into the hole.  Caller holds st->lock. */
+/* Empty slot j by backward shift: later members of its run move into the
+ * hole.  Caller holds st->lock. */
 static void unslot(stripe *st, size_t j)
 {
 	size_t hole = j;
