@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "prof/session.h"
+#include "prof/prof.h"
 #include "prof/leakscan.h"
 
 #define TOP_SITES 10
@@ -78,14 +78,9 @@ static int report(const ha_leak_block *b, const uint32_t *idx, size_t n, uint64_
 		ha_log("heapalloc:   ~%llu bytes in %llu sampled blocks at %s\n",
 		       (unsigned long long)best->est, (unsigned long long)best->count, where);
 	}
-	if (ns && ha_session.running && !ha_session.nofiles && ha_session.prefix[0]) {
+	static char pb[4096 + 64];    /* a prefix's room (session.h) and the suffix */
+	if (ns && ha_naming_leaks(pb, sizeof pb)) {
 		/* raw sampled counts, no books: pprof.c unsamples them */
-		char pb[HA_PREFIX_MAX + 64];
-		pid_t pid = getpid();
-		if (ha_session.use_pid || pid != ha_session.root_pid)
-			ha_snprintf(pb, sizeof pb, "%s_%d.leaks.pb.gz", ha_session.prefix, (int)pid);
-		else
-			ha_snprintf(pb, sizeof pb, "%s.leaks.pb.gz", ha_session.prefix);
 		ha_lineset set = { lines, ns, 0, { 0, 0 }, 0 };
 		int e = ha_pprof_file_from(pb, r, &set);
 		if (e)

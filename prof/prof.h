@@ -452,7 +452,10 @@ uint64_t ha_age_seconds(uint64_t now, uint64_t t);
  * the weights before k.  cum: W_k, part: w[k], sum: W. */
 uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum);
 
-/* ---- leaks.c -------------------------------------------------------------- */
+/* ---- leaks.c (and naming.c) ----------------------------------------------- */
+/* PREFIX[_PID].leaks.pb.gz into pb: 1, or 0 when the session writes no
+ * files (no HEAPPROFILE).  naming.c. */
+int ha_naming_leaks(char *pb, size_t cap);
 /* HEAP_PROFILE_LEAKS: the leak scan at exit (an atexit handler, after the
  * exit dump); may end the process with HEAP_PROFILE_LEAKS_STATUS. */
 void ha_leaks_at_exit(void);
