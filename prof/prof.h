@@ -428,6 +428,9 @@ uint64_t ha_age_now(void);
 /* A sampled block of req bytes allocated at t is being freed now: count its
  * bytes in b's lifetime bin.  Caller keeps b alive (a stripe lock). */
 void ha_life_add(ha_bucket *b, uint64_t req, uint64_t t);
+/* The lifetime bin of ns nanoseconds: 0 below 1 us, i in [1e(i+2), 1e(i+3))
+ * ns, HA_LIFE_BINS - 1 from 1e14. */
+unsigned ha_life_bin(uint64_t ns);
 /* Lifetime bin i: the numeric label's value (ns; the bin's upper bound less
  * 1 ns, the last bin's lower bound) and a range label ("1us-10us"). */
 uint64_t ha_life_label(unsigned i);

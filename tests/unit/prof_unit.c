@@ -419,6 +419,25 @@ static void ages_parts(void)
 	CHECK_EQ(ha_life_label(3), 999999);              /* 100 us - 1 ms */
 	CHECK_EQ(ha_life_label(HA_LIFE_BINS - 1), 100000000000000ull);
 	CHECK(strcmp(ha_life_range(3), "100us-1ms") == 0);
+	/* the bin by bit length and one compare equals counting decades, at
+	 * every decade boundary, either side of it and every power of two */
+	int wrong = 0;
+	for (int k = 0; k < 64; k++) {
+		uint64_t vs[3] = { (uint64_t)1 << k, ((uint64_t)1 << k) - 1, ((uint64_t)1 << k) + 1 };
+		for (int j = 0; j < 3; j++) {
+			unsigned want = 0;
+			for (uint64_t d = 1000; want < HA_LIFE_BINS - 1 && vs[j] >= d; d *= 10)
+				want++;
+			wrong += ha_life_bin(vs[j]) != want;
+		}
+	}
+	for (uint64_t d = 1000, want = 1; d <= 100000000000000ull; d *= 10, want++) {
+		wrong += ha_life_bin(d - 1) != want - 1;
+		wrong += ha_life_bin(d) != (want < HA_LIFE_BINS ? want : HA_LIFE_BINS - 1);
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(ha_life_bin(0), 0);
+	CHECK_EQ(ha_life_bin(UINT64_MAX), HA_LIFE_BINS - 1);
 	uint64_t now = (uint64_t)1 << 50, s = 1000000000ull;
 	CHECK_EQ(ha_age_seconds(now, now - 3600 * s - s / 2), 3600);
 	CHECK_EQ(ha_age_seconds(now, now - 4095 * s), 4095);
