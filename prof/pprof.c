@@ -290,9 +290,10 @@ static void sample(ha_out *o, const uint64_t *ids, uint32_t depth, const uint64_
 }
 
 /* A live line's values v split by what its samples say (docs/heap-profile-
- * spec.md, "Ages and lifetimes"): the in-use values over its live samples'
- * ages (objects by count, bytes by bytes; one sample per distinct age), the
- * freed values (allocated less in use) over its lifetime bins by bytes;
+ * spec.md, "Ages and lifetimes"): the in-use values, and as much of the
+ * allocated ones, over its live samples' ages (objects by count, bytes by
+ * bytes; one sample per distinct age), the freed values (allocated less
+ * that) over its lifetime bins by bytes;
  * what neither covers (no sample's time known: a kept sample without a map
  * slot, frees the bins never saw) stays in a sample without either label.
  * Every part is cut by ha_split_part, so the line's values add up exactly. */
@@ -305,20 +306,23 @@ static void split_line(ha_out *o, const uint64_t *ids, uint32_t depth, const uin
 	uint64_t wb = 0;
 	for (size_t j = 0; j < k; j++)
 		wb += a[j].req;
-	if (k && wb && (v[2] || v[3]) && v[2] <= v[0] && v[3] <= v[1]) {
+	/* the allocated values of what is in use: calibration scales in use
+	 * and allocated apart, so in use may exceed allocated by a little */
+	uint64_t la[2] = { v[2] < v[0] ? v[2] : v[0], v[3] < v[1] ? v[3] : v[1] };
+	if (k && wb && (v[2] || v[3])) {
 		uint64_t cb = 0, cc = 0;
 		for (size_t j = 0; j < k;) {
 			uint64_t age = ha_age_seconds(ag->now, a[j].t), gb = 0, gc = 0;
 			for (; j < k && ha_age_seconds(ag->now, a[j].t) == age; j++)
 				gb += a[j].req, gc++;
 			uint64_t pv[4];
+			pv[0] = ha_split_part(la[0], cc, gc, k);
+			pv[1] = ha_split_part(la[1], cb, gb, wb);
 			pv[2] = ha_split_part(v[2], cc, gc, k);
 			pv[3] = ha_split_part(v[3], cb, gb, wb);
-			pv[0] = pv[2];
-			pv[1] = pv[3];
 			cb += gb;
 			cc += gc;
-			if (!pv[2] && !pv[3])
+			if (!pv[0] && !pv[1] && !pv[2] && !pv[3])
 				continue;
 			sample(o, ids, depth, pv, l, r, (int64_t)age, -1);
 			for (int q = 0; q < 4; q++)
@@ -328,7 +332,7 @@ static void split_line(ha_out *o, const uint64_t *ids, uint32_t depth, const uin
 	uint64_t life[HA_LIFE_BINS], lw = 0;
 	for (int b = 0; b < HA_LIFE_BINS; b++)
 		lw += life[b] = __atomic_load_n(&l->b->life[b], __ATOMIC_RELAXED);
-	uint64_t fo = v[0] >= v[2] ? v[0] - v[2] : 0, fb = v[1] >= v[3] ? v[1] - v[3] : 0;
+	uint64_t fo = v[0] - la[0], fb = v[1] - la[1];
 	if (lw && (fo || fb) && rest[0] >= fo && rest[1] >= fb) {
 		uint64_t cum = 0;
 		for (int b = 0; b < HA_LIFE_BINS; b++) {

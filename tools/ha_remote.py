@@ -315,7 +315,8 @@ def split_line(v, ages, now, life):
     its lifetime bins, adding up to v."""
     out, rest = [], list(v)
     wb = sum(b for b, t in ages)
-    if ages and wb and (v[2] or v[3]) and v[2] <= v[0] and v[3] <= v[1]:
+    la = (min(v[0], v[2]), min(v[1], v[3]))      # in use may exceed allocated a little
+    if ages and wb and (v[2] or v[3]):
         cb = cc = j = 0
         k = len(ages)
         while j < k:
@@ -324,14 +325,15 @@ def split_line(v, ages, now, life):
                 gb += ages[j][0]
                 gc += 1
                 j += 1
+            ao, ab = _part(la[0], cc, gc, k), _part(la[1], cb, gb, wb)
             io, ib = _part(v[2], cc, gc, k), _part(v[3], cb, gb, wb)
             cb += gb
             cc += gc
-            if io or ib:
-                out.append(([io, ib, io, ib], ('age', age)))
-                rest = [rest[0] - io, rest[1] - ib, rest[2] - io, rest[3] - ib]
+            if ao or ab or io or ib:
+                out.append(([ao, ab, io, ib], ('age', age)))
+                rest = [rest[0] - ao, rest[1] - ab, rest[2] - io, rest[3] - ib]
     lw = sum(life)
-    fo, fb = max(v[0] - v[2], 0), max(v[1] - v[3], 0)
+    fo, fb = v[0] - la[0], v[1] - la[1]
     if lw and (fo or fb) and rest[0] >= fo and rest[1] >= fb:
         cum = 0
         for b, w in enumerate(life):
