@@ -26,7 +26,7 @@ mkdir "$tmp/a"
 HEAPPROFILE="$tmp/a/p" HEAP_PROFILE_FORMAT=pprof HEAP_PROFILE_SAMPLE_INTERVAL=1 \
 	"$W" "$tmp/a/served.pb.gz" >"$tmp/a.out" 2>"$tmp/a.err" || fail "exact: exited $?: $(cat "$tmp/a.err")"
 e=$(sed -n 's/^elapsed //p' "$tmp/a.out")
-eq "exact: elapsed" "$e" 2
+[ "${e:-0}" -ge 2 ] || fail "exact: the program says it ran ${e:-?} s, not 2"
 for f in "$tmp/a/p.0001.pb.gz" "$tmp/a/served.pb.gz"; do
 	n=${f##*/}
 	eq "$n: old_site age=2s:" "$(tagged inuse_space age=2s: "$f" old_site)" 10240
@@ -86,27 +86,43 @@ while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
 	sleep 0.1
 	i=$((i + 1))
 done
-e=$(sed -n 's/^elapsed //p' "$tmp/ready" 2>/dev/null)
-eq "outside: elapsed" "$e" 2
 f="$tmp/outside.pb.gz"
 timeout 60 "$H" dump $pid -o "$f" 2>"$tmp/dump.err" || fail "outside: dump exited $?: $(cat "$tmp/dump.err")"
-eq "outside: old_site age=2s:" "$(tagged inuse_space age=2s: "$f" old_site)" 10240
-eq "outside: old_big age=2s:" "$(tagged inuse_space age=2s: "$f" old_big)" 400000
-eq "outside: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
-eq "outside: new_site age=:1s" "$(tagged inuse_space age=:1s "$f" new_site)" 10240
+# the reader runs a moment after the program got ready (longer on a busy
+# machine): the two sites' ages are 2.1 s apart, whatever that moment
+age_of() {     # the first value of the age section of go pprof -tags (0 has no unit)
+	"$GO" tool pprof -tags -focus="^$1\$" "$W" "$f" 2>/dev/null |
+		awk '/^ *age:/ { a = 1; next } a && NF { v = $NF; sub(/s$/, "", v); print v; exit }'
+}
+o=$(age_of old_site)
+n=$(age_of new_site)
+case "$((${o:-0} - ${n:-99}))" in 2|3) ;; *) fail "outside: old_site's age '$o', new_site's '$n': not 2.1 s apart" ;; esac
+eq "outside: old_site age=${o}s:" "$(tagged inuse_space age=${o}s: "$f" old_site)" 10240
+eq "outside: old_big age=${o}s:" "$(tagged inuse_space age=${o}s: "$f" old_big)" 400000
+eq "outside: new_site age=${o}s:" "$(tagged inuse_space age=${o}s: "$f" new_site)" 0
+eq "outside: new_site age=:${n}s" "$(tagged inuse_space age=:${n}s "$f" new_site)" 10240
+eq "outside: old_site age=:${n}s" "$(tagged inuse_space age=:${n}s "$f" old_site)" 0
 eq "outside: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" 300000
 eq "outside: slow lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" slow_site)" 5000
 timeout 60 "$H" top $pid -n 2 --interval 0.2 --older 2s --rows 50 >"$tmp/top.out" 2>"$tmp/top.err" ||
 	fail "outside: top exited $?: $(cat "$tmp/top.err")"
 # the second view's row of a site: in use, change (two words each), then
-# objects, median age, older than 2s
+# objects, median age, older than 2s; the old column agrees with the age
+# (a busy machine may start top late enough for new_site to pass 2 s too)
 row() { awk -v s="$1" '/^heapalloc top/ { n++ } n == 2 && $9 == s { print $1 " " $2 " " $5 " " $6 " " $7 " " $8; exit }' "$tmp/top.out"; }
 r=$(row old_site)
-case "$r" in "10.0 KiB 20 "[23]"s 10.0 KiB") ;; *) fail "outside: top's old_site row '$r', want 10.0 KiB, 20 objects, age 2s or 3s, 10.0 KiB old" ;; esac
+case "$r" in "10.0 KiB 20 "[2-9]"s 10.0 KiB"|"10.0 KiB 20 "[1-9][0-9]"s 10.0 KiB") ;; *) fail "outside: top's old_site row '$r', want 10.0 KiB, 20 objects, 2s or more, 10.0 KiB old" ;; esac
+to=$(echo "$r" | awk '{ sub(/s$/, "", $4); print $4 }')
 r=$(row new_site)
-case "$r" in "10.0 KiB 20 "[01]"s 0 B") ;; *) fail "outside: top's new_site row '$r', want 10.0 KiB, 20 objects, age 0s or 1s, 0 B old" ;; esac
-grep -q "^growing: no site's bytes older than 2s grew" "$tmp/top.out" ||
-	fail "outside: top named a growing site: $(grep '^growing' "$tmp/top.out")"
+tn=$(echo "$r" | awk '{ sub(/s$/, "", $4); print $4 }')
+case "$((${to:-0} - ${tn:-99}))" in 2|3) ;; *) fail "outside: top's ages old $to, new $tn: not 2.1 s apart" ;; esac
+if [ "${tn:-0}" -lt 2 ]; then want="10.0 KiB 20 ${tn}s 0 B"; else want="10.0 KiB 20 ${tn}s 10.0 KiB"; fi
+eq "outside: top's new_site row" "$r" "$want"
+# nothing old_site or old_big hold grows (new_site, or stdio's buffer, may
+# pass 2 s between the views on a busy machine, and then grow rightly)
+grep -q "^growing: " "$tmp/top.out" || fail "outside: top printed no growing line"
+grep "^growing: " "$tmp/top.out" | grep -q "old_site\|old_big" &&
+	fail "outside: top named a site that stays put: $(grep '^growing' "$tmp/top.out")"
 "$H" top $pid --once --older 2x >/dev/null 2>"$tmp/bad.err" && fail "outside: top --older 2x accepted"
 eq "outside: --older 2x" "$(cat "$tmp/bad.err")" "heapalloc: top: --older '2x' is not an age (seconds, or a number with s, m, h or d) (see heapalloc top --help)"
 exec 7>&-
