@@ -5,7 +5,8 @@
 # are exact: the 2 s old sites (small blocks and big ones) are all of what
 # age=2s: keeps, the new site all of age=:1s, with the age label the
 # program's own clock says; the churning site all of lifetime=:1ms, the
-# 30 ms one all of lifetime=10ms:.  A dump file and the served profile alike.
+# 30 ms one all of lifetime=10ms:.  A dump file, the served profile
+# (heapalloc_profile_pprof, the HTTP endpoint) and `heapalloc dump PID` alike.
 # Sampled (every 64 bytes, calibrated; small samples keep their record in
 # the block), the same split holds site by site.
 PROF_WORK="$top_builddir/tests/prof_ages"
@@ -72,13 +73,14 @@ near "sampled: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" chu
 eq "sampled: churn lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" churn_site)" 0
 
 # From outside: `heapalloc dump PID` of the same heap (every allocation
-# recorded by the always-on sampling, nothing else set) gives the same
+# recorded, the endpoint served too) gives the same
 # exact split; `heapalloc top PID --older 2s` puts old_site's bytes in its
-# old column, new_site's not, and a second view names no growing site.
+# old column, and a second view names neither old site as growing.
 H="$top_builddir/tools/heapalloc"
 rm -f "$tmp/in"
 mkfifo "$tmp/in"
-HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" --wait "$tmp/ready" <"$tmp/in" >"$tmp/w.out" 2>"$tmp/w.err" &
+HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_HTTP=127.0.0.1:0 HEAP_PROFILE_HTTP_ADDR_FILE="$tmp/addr" \
+	"$W" --wait "$tmp/ready" <"$tmp/in" >"$tmp/w.out" 2>"$tmp/w.err" &
 pid=$!
 exec 7>"$tmp/in"
 i=0
@@ -102,6 +104,11 @@ eq "outside: old_big age=${o}s:" "$(tagged inuse_space age=${o}s: "$f" old_big)"
 eq "outside: new_site age=${o}s:" "$(tagged inuse_space age=${o}s: "$f" new_site)" 0
 eq "outside: new_site age=:${n}s" "$(tagged inuse_space age=:${n}s "$f" new_site)" 10240
 eq "outside: old_site age=:${n}s" "$(tagged inuse_space age=:${n}s "$f" old_site)" 0
+# the endpoint of the same process (HEAP_PROFILE_HTTP) splits alike
+timeout 60 "$GO" tool pprof -proto "http://$(cat "$tmp/addr")/debug/pprof/heap" >"$tmp/served.pb.gz" \
+	2>"$tmp/http.err" || fail "endpoint: go tool pprof exited $?: $(tail -1 "$tmp/http.err")"
+eq "endpoint: old_site age=2s:" "$(tagged inuse_space age=2s: "$tmp/served.pb.gz" old_site)" 10240
+eq "endpoint: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$tmp/served.pb.gz" churn_site)" 300000
 eq "outside: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" 300000
 eq "outside: slow lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" slow_site)" 5000
 timeout 60 "$H" top $pid -n 2 --interval 0.2 --older 2s --rows 50 >"$tmp/top.out" 2>"$tmp/top.err" ||
