@@ -93,8 +93,13 @@ static int report(const ha_leak_block *b, const uint32_t *idx, size_t n, uint64_
 
 void ha_leaks_at_exit(void)
 {
-	if (!ha_prof_opt.leaks || !ha_prof_running())
+	if (!ha_prof_opt.leaks)
 		return;
+	if (!ha_prof_running()) {
+		ha_log("heapalloc: HEAP_PROFILE_LEAKS: sampling is off (HEAP_PROFILE_SAMPLE_INTERVAL=0): "
+		       "no block to check\n");
+		return;
+	}
 	ha_prof_busy++;
 	pthread_mutex_lock(&ha_prof_dump_lock);
 	uint64_t objs, mem;

@@ -80,4 +80,10 @@ HEAPPROFILE="$tmp/z/p" HEAP_PROFILE_SAMPLE_INTERVAL=64 "$W" "$tmp/z/ready" </dev
 eq "not asked: status" $? 0
 [ -e "$tmp/z/p.leaks.pb.gz" ] && fail "not asked: a leaks file was written"
 grep -q "leak check" "$tmp/z.err" && fail "not asked: a leak report: $(grep leak "$tmp/z.err")"
+# asked with sampling off: one line says there is nothing to check
+HEAP_PROFILE_LEAKS=1 HEAP_PROFILE_LEAKS_STATUS=7 HEAP_PROFILE_SAMPLE_INTERVAL=0 "$W" "$tmp/ready" \
+	</dev/null >"$tmp/o.out" 2>"$tmp/o.err"
+eq "sampling off: status" $? 0
+eq "sampling off: stderr" "$(cat "$tmp/o.err")" \
+	"heapalloc: HEAP_PROFILE_LEAKS: sampling is off (HEAP_PROFILE_SAMPLE_INTERVAL=0): no block to check"
 finish
