@@ -184,7 +184,7 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 				t[1] += snap[i].free_bytes;
 			}
 	}
-	ha_lineset set = { snap, nl, 1, { t[0], t[1] } };
+	ha_lineset set = { snap, nl, 1, { t[0], t[1] }, 1 };
 	ha_calib_hold(t);
 	for (int k = HA_FORMAT_TEXT; k <= HA_FORMAT_PPROF; k <<= 1) {
 		if (!(fmt & k))

@@ -33,9 +33,11 @@ static HA_TLS struct { uint32_t bucket; size_t req; } last;
 /* Inlined into ha_prof_sampled and ha_prof_sampled_kept so that the
  * unwinder is called from the hook's own frame (prof/prof.h, stack
  * capture).  kept: the allocator keeps the record (the bucket's index + 1
- * goes there), else the object map. */
-static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, int *sampled,
-								uint32_t *kept)
+ * goes there), else the object map; either way the map keeps p's time, and
+ * for a kept one the bytes asked for (its extent for a leak scan: the
+ * class size may run into the next block). */
+static inline __attribute__((always_inline)) void record_sample(void *p, size_t req, size_t asked,
+								int *sampled, uint32_t *kept)
 {
 	uintptr_t raw[HA_STACK_RAW];
 	int want = ha_stack_want(), at;   /* unwind with no lock held */
@@ -47,12 +49,13 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 	if (depth <= 0)
 		return;
 	const uintptr_t *pcs = raw + at;
+	uint64_t t = ha_age_now();    /* the sample's one clock read: its age */
 	/* the common case, a known stack: one stripe lock, no table lock */
 	uint64_t h = 0;
 	uint32_t idx = 0;
 	uint32_t hint = req == last.req ? last.bucket : 0;
-	int r = kept ? ha_objmap_count((uintptr_t)p, hint, &h, pcs, depth, req, &idx)
-		     : ha_objmap_record((uintptr_t)p, hint, &h, pcs, depth, req, &idx);
+	int r = kept ? ha_objmap_count((uintptr_t)p, hint, &h, pcs, depth, req, asked, t, &idx)
+		     : ha_objmap_record((uintptr_t)p, hint, &h, pcs, depth, req, t, &idx);
 	if (HA_LIKELY(r >= 0)) {
 		if (r) {
 			last.bucket = idx + 1;
@@ -71,11 +74,12 @@ static inline __attribute__((always_inline)) void record_sample(void *p, size_t 
 		last.req = req;
 	}
 	if (b && kept) {
+		ha_objmap_keep((uintptr_t)p, b, asked, t);
 		*sampled = 1;
 		*kept = b->idx + 1;
 		__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
 	} else if (b) {
-		if (ha_objmap_insert((uintptr_t)p, b, req) == 0) {
+		if (ha_objmap_insert((uintptr_t)p, b, req, t) == 0) {
 			*sampled = 1;
 			__atomic_fetch_add(&ha_session.samples, 1, __ATOMIC_RELAXED);
 		} else {            /* no room to remember it: undo the count */
@@ -111,7 +115,7 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 		size = req;
 	ha_prof_busy = 1;
 	int done = 0;
-	record_sample(p, size, &done, kept);
+	record_sample(p, size, req, &done, kept);
 	if (all && done && !ha_session.compat) {
 		__atomic_fetch_add(&ha_session.rec[0], size, __ATOMIC_RELAXED);
 		/* the totals see this block only now, after ha_prof_check ran

@@ -183,7 +183,7 @@ void ha_http_delta_end(slot *s)
 	ha_lock(&ha_prof_dump_lock);
 	ha_line *lines = NULL;
 	uint32_t *at = NULL;
-	ha_lineset set = { NULL, 0, 0, { 0, 0 } };
+	ha_lineset set = { NULL, 0, 0, { 0, 0 }, 0 };
 	if (!ha_prof_running() || ha_prof_generation() != s->gen) {
 		code = 503;
 	} else {

@@ -53,6 +53,18 @@ void ha_naming_peak(char *text, char *pb, size_t cap)
 	}
 }
 
+int ha_naming_leaks(char *pb, size_t cap)
+{
+	if (!ha_session.running || ha_session.nofiles || !ha_session.prefix[0])
+		return 0;
+	pid_t pid = getpid();
+	if (ha_session.use_pid || pid != ha_session.root_pid)
+		ha_snprintf(pb, cap, "%s_%d.leaks.pb.gz", ha_session.prefix, (int)pid);
+	else
+		ha_snprintf(pb, cap, "%s.leaks.pb.gz", ha_session.prefix);
+	return 1;
+}
+
 /* PREFIX[_PID].log, the dump log's name for this process. */
 void ha_naming_log(char *buf, size_t cap)
 {

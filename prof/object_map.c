@@ -1,4 +1,5 @@
-/* prof/object_map.c — sampled objects: address -> (bucket, requested size).
+/* prof/object_map.c — sampled objects: address -> (bucket, requested size,
+ * allocation time).
  *
  * Only sampled objects live here (the allocator marks them, so an unsampled
  * free never looks anything up; with every allocation recorded it marks
@@ -8,6 +9,9 @@
  * backward-shift deletion (no tombstones); a stripe grows by half at 3/4 load.
  * Memory from mmap (safe under our locks, never re-enters us).
  * Never unwinds, never calls the public malloc.
+ * Samples whose record the allocator keeps in the block (ha_objmap_count)
+ * are here too, for their allocation time alone: a live block's age and a
+ * freed one's lifetime (prof/ages.c) need it, and the header has no room.
  */
 #include <errno.h>
 #include <string.h>
@@ -16,24 +20,31 @@
 #include <stddef.h>
 
 #include "prof/prof.h"
+#include "prof/leakscan.h"
 #include "prof/root.h"
 
 #define NSTRIPES 64
 #define MIN_SLOTS 256             /* 4 KiB: one page; sizes stay multiples */
 
-/* A slot is 16 bytes: the address (16-aligned, below 2^48, so 44 bits) and
+/* A slot is 24 bytes: the address (16-aligned, below 2^48, so 44 bits) and
  * its bucket's index (ha_table_bucket, < 2^20) packed in one word, 0 for an
- * empty slot; the requested size in the other.  A stripe grows by half at
- * 3/4 load (so it is 1/2 full after): 21..32 bytes per object, where
- * doubling would leave 3/8 (43 bytes).  Any size works: a slot's home is
- * the hash's top bits scaled to the size (home()). */
+ * empty slot; the bytes counted (a kept sample's: the bytes asked for);
+ * the allocation's CLOCK_MONOTONIC time in ns (ha_age_now).  A stripe grows by half at 3/4 load (so it is 1/2 full
+ * after): 32..48 bytes per object, where doubling would leave 3/8 (64
+ * bytes).  Any size works: a slot's home is the hash's top bits scaled to
+ * the size (home()). */
 #define ADDR_BITS 44
 #define ADDR_MASK (((uint64_t)1 << ADDR_BITS) - 1)
 
 typedef struct slot {
 	uint64_t key;             /* addr >> 4 | bucket index << 44; 0 = empty */
 	uint64_t req;
+	uint64_t t;               /* allocated at (ha_age_now) | KEPT */
 } slot;
+/* A sample whose record the allocator keeps (ha_objmap_count): its slot is
+ * its time alone, its bucket's counts are the allocator's record's. */
+#define KEPT ((uint64_t)1 << 63)
+#define TIME(t) ((t) & ~KEPT)
 
 typedef struct stripe {
 	ha_plock lock;
@@ -155,7 +166,7 @@ static inline int storable(uintptr_t p)
 }
 
 /* Caller holds st->lock; room for one more was made (grow); key_of(p) != 0. */
-static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t req)
+static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t req, uint64_t t)
 {
 	HA_ASSERT(storable(p) && st->used < st->n);
 	size_t j = home(h, st->n);
@@ -164,7 +175,7 @@ static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t 
 		j = next(j, st->n);
 	if (!st->s[j].key) {
 		st->used++;
-	} else {              /* a free we never saw: count it freed now */
+	} else if (!(st->s[j].t & KEPT)) {   /* a free we never saw: count it freed now */
 		ha_bucket *ob = ha_table_bucket((uint32_t)(st->s[j].key >> ADDR_BITS));
 		__atomic_fetch_add(&ob->free_bytes, st->s[j].req, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&ob->free_count, 1, __ATOMIC_RELEASE);
@@ -172,6 +183,7 @@ static void put(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t 
 	}
 	st->s[j].key = a | (uint64_t)b->idx << ADDR_BITS;
 	st->s[j].req = req;
+	st->s[j].t = t;
 }
 
 static inline int need_grow(const stripe *st)
@@ -179,7 +191,48 @@ static inline int need_grow(const stripe *st)
 	return !st->s || (st->used + 1) * 4 > st->n * 3;
 }
 
-int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
+/* A kept sample's slot, for its time: without room it is simply not aged
+ * (its bucket counts it all the same).  Caller holds st->lock. */
+static void keep_time(stripe *st, uint64_t h, uintptr_t p, const ha_bucket *b, size_t req,
+		      uint64_t t)
+{
+	if (HA_UNLIKELY(!storable(p)) || (need_grow(st) && grow(st)))
+		return;
+	put(st, h, p, b, req, t | KEPT);
+}
+
+/* Empty slot j by backward shift: later members of its run move into the
+ * hole.  Caller holds st->lock. */
+static void unslot(stripe *st, size_t j)
+{
+	size_t hole = j;
+	for (size_t k = next(j, st->n); st->s[k].key; k = next(k, st->n)) {
+		size_t hk = home(mix(key_addr(st->s[k].key)), st->n);
+		/* move k into hole unless its home lies cyclically in (hole, k] */
+		int keep = hole <= k ? (hk > hole && hk <= k)
+				     : (hk > hole || hk <= k);
+		if (!keep) {
+			st->s[hole] = st->s[k];
+			hole = k;
+		}
+	}
+	st->s[hole].key = 0;
+	st->used--;
+}
+
+/* The slot of p in st, or NULL.  Caller holds st->lock. */
+static slot *find(stripe *st, uint64_t h, uintptr_t p)
+{
+	if (!st->s)
+		return NULL;
+	uint64_t a = (uint64_t)p >> 4;
+	size_t j = home(h, st->n);
+	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
+		j = next(j, st->n);
+	return st->s[j].key ? &st->s[j] : NULL;
+}
+
+int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req, uint64_t t)
 {
 	if (HA_UNLIKELY(!storable(p)))
 		return ENOMEM;
@@ -190,7 +243,7 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req)
 		ha_plock_unlock(&st->lock);
 		return ENOMEM;
 	}
-	put(st, h, p, b, req);
+	put(st, h, p, b, req, t);
 	ha_plock_unlock(&st->lock);
 	return 0;
 }
@@ -211,7 +264,7 @@ static inline ha_bucket *lookup(uint32_t hint, uint64_t *th, const uintptr_t *pc
 }
 
 int ha_objmap_record(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *pcs, int depth,
-		     size_t req, uint32_t *idx)
+		     size_t req, uint64_t t, uint32_t *idx)
 {
 	if (HA_UNLIKELY(!storable(p)))
 		return 0;
@@ -230,16 +283,17 @@ int ha_objmap_record(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *
 	__atomic_fetch_add(&b->alloc_count, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
 	ha_peak_touch(b);
-	put(st, h, p, b, req);
+	put(st, h, p, b, req, t);
 	*idx = b->idx;
 	ha_plock_unlock(&st->lock);
 	return 1;
 }
 
 int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *pcs, int depth,
-		    size_t req, uint32_t *idx)
+		    size_t req, size_t asked, uint64_t t, uint32_t *idx)
 {
-	stripe *st = &stripes[mix(p) & (NSTRIPES - 1)];
+	uint64_t h = mix(p);
+	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
 	ha_bucket *b = lookup(hint, th, pcs, depth, req);
 	if (b) {
@@ -247,18 +301,35 @@ int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *th, const uintptr_t *p
 		__atomic_fetch_add(&b->alloc_bytes, req, __ATOMIC_RELAXED);
 		ha_peak_touch(b);
 		*idx = b->idx;
+		keep_time(st, h, p, b, asked, t);
 	}
 	ha_plock_unlock(&st->lock);
 	return b ? 1 : -1;
 }
 
+void ha_objmap_keep(uintptr_t p, ha_bucket *b, size_t asked, uint64_t t)
+{
+	uint64_t h = mix(p);
+	stripe *st = &stripes[h & (NSTRIPES - 1)];
+	ha_plock_lock(&st->lock);
+	keep_time(st, h, p, b, asked, t);
+	ha_plock_unlock(&st->lock);
+}
+
 void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session)
 {
-	stripe *st = &stripes[mix(p) & (NSTRIPES - 1)];
+	uint64_t h = mix(p);
+	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
 	/* a stop (and a new start) since the caller looked: not this table's */
 	ha_bucket *b = ha_alloc_session_live(session) ? ha_table_bucket_live(idx) : NULL;
 	if (b) {
+		slot *s = storable(p) ? find(st, h, p) : NULL;
+		if (s && (s->t & KEPT)) {
+			if ((uint32_t)(s->key >> ADDR_BITS) == idx)
+				ha_life_add(b, req, TIME(s->t));
+			unslot(st, (size_t)(s - st->s));
+		}
 		__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&b->free_count, 1, __ATOMIC_RELEASE);
 		ha_peak_touch(b);
@@ -271,36 +342,22 @@ int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes)
 	if (HA_UNLIKELY(!storable(p)))
 		return 0;
 	uint64_t h = mix(p);
-	uint64_t a = (uint64_t)p >> 4;
 	stripe *st = &stripes[h & (NSTRIPES - 1)];
 	ha_plock_lock(&st->lock);
-	if (!st->s) {
+	slot *s = find(st, h, p);
+	if (!s) {
 		ha_plock_unlock(&st->lock);
 		return 0;
 	}
-	size_t j = home(h, st->n);
-	while (st->s[j].key && (st->s[j].key & ADDR_MASK) != a)
-		j = next(j, st->n);
-	if (!st->s[j].key) {
+	if (HA_UNLIKELY(s->t & KEPT)) {   /* not ours to count: forget its time */
+		unslot(st, (size_t)(s - st->s));
 		ha_plock_unlock(&st->lock);
 		return 0;
 	}
-	ha_bucket *b = ha_table_bucket((uint32_t)(st->s[j].key >> ADDR_BITS));
-	uint64_t req = st->s[j].req;
-	/* backward-shift delete: pull later members of the run into the hole */
-	size_t hole = j;
-	for (size_t k = next(j, st->n); st->s[k].key; k = next(k, st->n)) {
-		size_t hk = home(mix(key_addr(st->s[k].key)), st->n);
-		/* move k into hole unless its home lies cyclically in (hole, k] */
-		int keep = hole <= k ? (hk > hole && hk <= k)
-				     : (hk > hole || hk <= k);
-		if (!keep) {
-			st->s[hole] = st->s[k];
-			hole = k;
-		}
-	}
-	st->s[hole].key = 0;
-	st->used--;
+	ha_bucket *b = ha_table_bucket((uint32_t)(s->key >> ADDR_BITS));
+	uint64_t req = s->req;
+	ha_life_add(b, req, s->t);
+	unslot(st, (size_t)(s - st->s));
 	/* the bucket cannot go away while we hold a stripe lock (stop takes
 	 * them all before freeing the table) */
 	__atomic_fetch_add(&b->free_bytes, req, __ATOMIC_RELAXED);
@@ -330,6 +387,47 @@ void ha_objmap_stats(uint64_t *objects, uint64_t *memory)
 	*memory = m;
 }
 
+size_t ha_objmap_ages(ha_agent *out, size_t cap)
+{
+	size_t k = 0;
+	for (int i = 0; i < NSTRIPES; i++) {
+		stripe *st = &stripes[i];
+		ha_plock_lock(&st->lock);
+		for (size_t j = 0; st->s && j < st->n; j++) {
+			if (!st->s[j].key)
+				continue;
+			if (k < cap)
+				out[k] = (ha_agent){ (uint32_t)(st->s[j].key >> ADDR_BITS),
+						     st->s[j].req, TIME(st->s[j].t) };
+			k++;
+		}
+		ha_plock_unlock(&st->lock);
+	}
+	return k;
+}
+
+size_t ha_objmap_blocks(ha_leak_block *out, uint32_t *idx, size_t cap)
+{
+	size_t k = 0;
+	for (int i = 0; i < NSTRIPES; i++) {
+		stripe *st = &stripes[i];
+		ha_plock_lock(&st->lock);
+		for (size_t j = 0; st->s && j < st->n; j++) {
+			if (!st->s[j].key)
+				continue;
+			if (k < cap) {
+				uint64_t a = key_addr(st->s[j].key);
+				out[k] = (ha_leak_block){ a, a + (st->s[j].req ? st->s[j].req : 1),
+							  (uint32_t)k, 0 };
+				idx[k] = (uint32_t)(st->s[j].key >> ADDR_BITS);
+			}
+			k++;
+		}
+		ha_plock_unlock(&st->lock);
+	}
+	return k;
+}
+
 void ha_objmap_root(struct ha_root_objmap *m)
 {
 	m->stripes = (uint64_t)(uintptr_t)stripes;
@@ -340,4 +438,5 @@ void ha_objmap_root(struct ha_root_objmap *m)
 	m->s_used = offsetof(stripe, used);
 	m->slot_size = sizeof(slot);
 	m->addr_bits = ADDR_BITS;
+	m->slot_time = offsetof(slot, t);
 }

@@ -119,6 +119,14 @@ static const opt_row rows[] = {
 	{ "HEAP_PROFILE_SEED", OPT_COUNT, 0, &ha_prof_opt.seed, NULL, NULL,
 	  DOC("heapalloc's own: the sampler's seed, so that a run is sampled alike each time (threads "
 	      "seeded in the order they first sample); 0 = a fresh seed per thread") },
+	{ "HEAP_PROFILE_LEAKS", OPT_BOOL, 0, &ha_prof_opt.leaks, NULL, NULL,
+	  DOC("heapalloc's own: at exit, look for the sampled live blocks nothing points to (the scan "
+	      "of `heapalloc leaks PID`, in the process, as gperftools' `HEAPCHECK` did) and report "
+	      "them per site on stderr, and in `PREFIX.leaks.pb.gz` with `HEAPPROFILE`; set "
+	      "`HEAP_PROFILE_SAMPLE_INTERVAL` low (e.g. 1) to see small leaks") },
+	{ "HEAP_PROFILE_LEAKS_STATUS", OPT_COUNT, 0, &ha_prof_opt.leaks_status, NULL, NULL,
+	  DOC("heapalloc's own: with `HEAP_PROFILE_LEAKS`, the exit status when a leak is found (stdio "
+	      "is flushed and the rest of exit skipped, as LeakSanitizer does); 0 = the program's own") },
 	{ "HEAP_PROFILE_HTTP", OPT_STR, 0, NULL, &ha_prof_opt.http, NULL,
 	  DOC("heapalloc's own: serve `/debug/pprof/heap` and `/debug/pprof/allocs` on "
 	      "`127.0.0.1:PORT`, `[::1]:PORT`, `0.0.0.0:PORT` or `unix:PATH` (port 0: any free one); "

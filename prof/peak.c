@@ -385,7 +385,7 @@ int ha_peak_write(const char *path, const char *pb, int fmt, int64_t r, int *wri
 	peak.writing = c;
 	ha_plock_unlock(&peak_lock);
 	/* calibrated to the books at the copy, as a dump is to its own */
-	ha_lineset set = { c->v, c->n, 1, { c->books[0], c->books[1] } };
+	ha_lineset set = { c->v, c->n, 1, { c->books[0], c->books[1] }, 0 };
 	int err = 0;
 	if (fmt & HA_FORMAT_TEXT) {
 		int e = ha_writer_file_from(path, r, &set);

@@ -12,7 +12,10 @@
  *                 exact when R = 1) and calibrated to the books
  *                 (calibrate.c), numeric label `bytes` = object size and,
  *                 when sampled, `sampling_error` = the site's relative
- *                 standard error in permille
+ *                 standard error in permille; a live profile's line is
+ *                 split by `age` (seconds, its in-use values) and
+ *                 `lifetime` (ns) with `lived` (its freed values):
+ *                 split_line, ages.c
  *   comments      how the values were made (calibrate.c's lines) and whose
  *                 profile it is
  *   mappings      every executable mapping with its true start, limit, file
@@ -44,13 +47,17 @@
 #include "prof/pprof.h"
 #include "prof/sampler.h"
 
-/* Fixed strings, index = position (index 0 must be ""). */
+/* Fixed strings, index = position (index 0 must be ""); the lifetime
+ * bins' ranges (ages.c) follow them. */
 static const char *const fixed_str[] = {
 	"", "alloc_objects", "count", "alloc_space", "bytes", "inuse_objects",
-	"inuse_space", "space", "sampling_error", "permille",
+	"inuse_space", "space", "sampling_error", "permille", "age", "seconds",
+	"lifetime", "nanoseconds", "lived",
 };
 enum { S_ALLOC_OBJECTS = 1, S_COUNT, S_ALLOC_SPACE, S_BYTES, S_INUSE_OBJECTS,
-       S_INUSE_SPACE, S_SPACE, S_SAMPLING_ERROR, S_PERMILLE, S_FIXED };
+       S_INUSE_SPACE, S_SPACE, S_SAMPLING_ERROR, S_PERMILLE, S_AGE, S_SECONDS,
+       S_LIFETIME, S_NANOSECONDS, S_LIVED, S_RANGE0,
+       S_FIXED = S_RANGE0 + HA_LIFE_BINS };
 #define COMMENTS_MAX 8            /* ha_calib_comment's lines, and the command */
 
 /* Address -> location id, open addressing over a power-of-two table that
@@ -251,11 +258,105 @@ static void sample_labels(pb_buf *m, const ha_line *l, int64_t r)
 	pb_bytes(m, PB_SAMPLE_LABEL, lab, lb.len);
 }
 
-/* One sample per line with a stack: its location ids (numbered in e->lt),
- * its four values (cv: calibrated, else unsampled here) and labels.
- * 0 or ENOMEM. */
+/* One sample of a line: its stack ids, values v and labels, with `age`
+ * (seconds) when age >= 0, else `lifetime` (ns) and `lived` of bin life
+ * when life >= 0. */
+static void sample(ha_out *o, const uint64_t *ids, uint32_t depth, const uint64_t v[4],
+		   const ha_line *l, int64_t r, int64_t age, int life)
+{
+	unsigned char t[1024];
+	pb_buf m = { t, 0, sizeof t, 0 };
+	pb_packed(&m, PB_SAMPLE_LOCATION_ID, ids, depth);
+	pb_packed(&m, PB_SAMPLE_VALUE, v, 4);
+	sample_labels(&m, l, r);
+	unsigned char lab[32];
+	pb_buf lb = { lab, 0, sizeof lab, 0 };
+	if (age >= 0) {
+		pb_int(&lb, PB_LABEL_KEY, S_AGE);
+		pb_int(&lb, PB_LABEL_NUM, (uint64_t)age);
+		pb_int(&lb, PB_LABEL_NUM_UNIT, S_SECONDS);
+		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
+	} else if (life >= 0) {
+		pb_int(&lb, PB_LABEL_KEY, S_LIFETIME);
+		pb_int(&lb, PB_LABEL_NUM, ha_life_label((unsigned)life));
+		pb_int(&lb, PB_LABEL_NUM_UNIT, S_NANOSECONDS);
+		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
+		lb.len = 0;
+		pb_int(&lb, PB_LABEL_KEY, S_LIVED);
+		pb_int(&lb, PB_LABEL_STR, S_RANGE0 + (uint64_t)life);
+		pb_bytes(&m, PB_SAMPLE_LABEL, lab, lb.len);
+	}
+	ha_pprof_emit(o, PB_PROFILE_SAMPLE, &m);
+}
+
+/* A live line's values v split by what its samples say (docs/heap-profile-
+ * spec.md, "Ages and lifetimes"): the in-use values, and as much of the
+ * allocated ones, over its live samples' ages (objects by count, bytes by
+ * bytes; one sample per distinct age), the freed values (allocated less
+ * that) over its lifetime bins by bytes;
+ * what neither covers (no sample's time known: a kept sample without a map
+ * slot, frees the bins never saw) stays in a sample without either label.
+ * Every part is cut by ha_split_part, so the line's values add up exactly. */
+static void split_line(ha_out *o, const uint64_t *ids, uint32_t depth, const uint64_t v[4],
+		       const ha_line *l, int64_t r, const ha_ages *ag)
+{
+	uint64_t rest[4] = { v[0], v[1], v[2], v[3] };
+	size_t first = 0, k = ha_ages_of(ag, l->b->idx, &first);
+	const ha_agent *a = ag->v + first;
+	uint64_t wb = 0;
+	for (size_t j = 0; j < k; j++)
+		wb += a[j].req;
+	/* the allocated values of what is in use: calibration scales in use
+	 * and allocated apart, so in use may exceed allocated by a little */
+	uint64_t la[2] = { v[2] < v[0] ? v[2] : v[0], v[3] < v[1] ? v[3] : v[1] };
+	if (k && wb && (v[2] || v[3])) {
+		uint64_t cb = 0, cc = 0;
+		for (size_t j = 0; j < k;) {
+			uint64_t age = ha_age_seconds(ag->now, a[j].t), gb = 0, gc = 0;
+			for (; j < k && ha_age_seconds(ag->now, a[j].t) == age; j++)
+				gb += a[j].req, gc++;
+			uint64_t pv[4];
+			pv[0] = ha_split_part(la[0], cc, gc, k);
+			pv[1] = ha_split_part(la[1], cb, gb, wb);
+			pv[2] = ha_split_part(v[2], cc, gc, k);
+			pv[3] = ha_split_part(v[3], cb, gb, wb);
+			cb += gb;
+			cc += gc;
+			if (!pv[0] && !pv[1] && !pv[2] && !pv[3])
+				continue;
+			sample(o, ids, depth, pv, l, r, (int64_t)age, -1);
+			for (int q = 0; q < 4; q++)
+				rest[q] -= pv[q];
+		}
+	}
+	uint64_t life[HA_LIFE_BINS], lw = 0;
+	for (int b = 0; b < HA_LIFE_BINS; b++)
+		lw += life[b] = __atomic_load_n(&l->b->life[b], __ATOMIC_RELAXED);
+	uint64_t fo = v[0] - la[0], fb = v[1] - la[1];
+	if (lw && (fo || fb) && rest[0] >= fo && rest[1] >= fb) {
+		uint64_t cum = 0;
+		for (int b = 0; b < HA_LIFE_BINS; b++) {
+			if (!life[b])
+				continue;
+			uint64_t pv[4] = { ha_split_part(fo, cum, life[b], lw),
+					   ha_split_part(fb, cum, life[b], lw), 0, 0 };
+			cum += life[b];
+			if (!pv[0] && !pv[1])
+				continue;
+			sample(o, ids, depth, pv, l, r, -1, b);
+			rest[0] -= pv[0];
+			rest[1] -= pv[1];
+		}
+	}
+	if (rest[0] || rest[1] || rest[2] || rest[3])
+		sample(o, ids, depth, rest, l, r, -1, -1);
+}
+
+/* One sample per line with a stack (ag: the live table's, split by age and
+ * lifetime, split_line): its location ids (numbered in e->lt), its four
+ * values (cv: calibrated, else unsampled here) and labels.  0 or ENOMEM. */
 static int samples(ha_out *o, ha_pprof_enc *e, const ha_line *lines, size_t n,
-		   const uint64_t *cv, int64_t r)
+		   const uint64_t *cv, int64_t r, const ha_ages *ag)
 {
 	for (size_t i = 0; i < n; i++) {
 		const ha_line *l = &lines[i];
@@ -274,12 +375,10 @@ static int samples(ha_out *o, ha_pprof_enc *e, const ha_line *lines, size_t n,
 			unsample_signed(l->alloc_count - l->free_count,
 					l->alloc_bytes - l->free_bytes, r, &v[2], &v[3]);
 		}
-		unsigned char t[1024];
-		pb_buf m = { t, 0, sizeof t, 0 };
-		pb_packed(&m, PB_SAMPLE_LOCATION_ID, ids, depth);
-		pb_packed(&m, PB_SAMPLE_VALUE, v, 4);
-		sample_labels(&m, l, r);
-		ha_pprof_emit(o, PB_PROFILE_SAMPLE, &m);
+		if (ag && ag->v)
+			split_line(o, ids, depth, v, l, r, ag);
+		else
+			sample(o, ids, depth, v, l, r, -1, -1);
 	}
 	return 0;
 }
@@ -288,8 +387,10 @@ static int samples(ha_out *o, ha_pprof_enc *e, const ha_line *lines, size_t n,
  * executable mapping's path and build ID (hex). */
 static void strings(ha_out *o, const ha_pprof_enc *e, char comment[][512], int nc)
 {
-	for (size_t i = 0; i < S_FIXED; i++)
+	for (size_t i = 0; i < S_RANGE0; i++)
 		ha_pprof_emit_string(o, fixed_str[i], strlen(fixed_str[i]));
+	for (unsigned i = 0; i < HA_LIFE_BINS; i++)
+		ha_pprof_emit_string(o, ha_life_range(i), strlen(ha_life_range(i)));
 	for (int i = 0; i < nc; i++)
 		ha_pprof_emit_string(o, comment[i], strlen(comment[i]));
 	for (size_t i = 0; i < e->nm; i++) {
@@ -345,6 +446,11 @@ void ha_pprof_head(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_h
 		o->err = ENOMEM;
 		return;
 	}
+	/* the live table's samples' times, right after its lines (a saved
+	 * set's lines are of another moment: no ages) */
+	ha_ages ag = { NULL, 0, 0 };
+	if (lines && (!set || set->live))
+		ha_ages_take(&ag);
 	ha_calib cal;
 	uint64_t *cv = ha_calib_values(lines, n, r, set, &cal);
 	char comment[COMMENTS_MAX][512];
@@ -355,8 +461,9 @@ void ha_pprof_head(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_h
 		value_type(o, PB_PROFILE_SAMPLE_TYPE, S_ALLOC_SPACE, S_BYTES);
 		value_type(o, PB_PROFILE_SAMPLE_TYPE, S_INUSE_OBJECTS, S_COUNT);
 		value_type(o, PB_PROFILE_SAMPLE_TYPE, S_INUSE_SPACE, S_BYTES);
-		err = samples(o, e, lines, n, cv, r);
+		err = samples(o, e, lines, n, cv, r, &ag);
 	}
+	ha_ages_free(&ag);
 	if (!err) {
 		strings(o, e, comment, nc);
 		scalars(o, r, how, nc);

@@ -9,7 +9,12 @@
  *   frame_rules.c  the learned frame cache: rows, rules, the row walk
  *                  (frame_rules.h: the inline rule walk; those two only)
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
- *   object_map.c   sampled object address -> bucket, size
+ *   object_map.c   sampled object address -> bucket, size, time
+ *   ages.c         ages of live samples, lifetimes of freed ones (the clock,
+ *                  the lifetime bins, a dump's copy of the times)
+ *   leakscan.c     a leak scan's conservative mark over /proc/PID/mem (shared
+ *                  with tools/leakscan.c; leakscan.h: its interface)
+ *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
  *   writer.c       the gperftools text format, memory map, temp+rename
  *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
  *   mappings.c     its executable mappings and their GNU build IDs
@@ -117,6 +122,8 @@ typedef struct ha_prof_options {
 	int64_t symbolize;        /* HEAP_PROFILE_SYMBOLIZE: names in served profiles */
 	int64_t calibrate;        /* HEAP_PROFILE_CALIBRATE: scale estimates to the books */
 	int64_t seed;             /* HEAP_PROFILE_SEED: the sampler's seed, 0 its own */
+	int64_t leaks;            /* HEAP_PROFILE_LEAKS: the leak check at exit */
+	int64_t leaks_status;     /* HEAP_PROFILE_LEAKS_STATUS: exit status on a leak, 0 none */
 	const char *http;         /* HEAP_PROFILE_HTTP: the address to serve on, or NULL */
 	const char *http_addr_file; /* HEAP_PROFILE_HTTP_ADDR_FILE: the bound address goes there */
 	int64_t http_root;        /* HEAPALLOC_HTTP_ROOT: the serving ancestor's pid, 0 none */
@@ -196,6 +203,7 @@ void ha_stack_calibrate_frame(void);
 uint64_t ha_frame_memory(void);
 
 /* ---- stack_table.c --------------------------------------------------------- */
+#define HA_LIFE_BINS 13           /* < 1 us, then decades of ns up to 1e14 (27.8 h), more */
 typedef struct ha_bucket {
 	struct ha_bucket *next;   /* hash chain */
 	uint64_t hash;
@@ -206,6 +214,7 @@ typedef struct ha_bucket {
 	uint32_t idx;             /* ha_table_bucket(idx) is this bucket */
 	uint32_t dirty;           /* changed since the peak image read it (peak.c) */
 	uint32_t pad_;
+	uint64_t life[HA_LIFE_BINS];   /* freed sampled bytes by lifetime (ages.c) */
 	uintptr_t pcs[];
 } ha_bucket;
 
@@ -223,6 +232,8 @@ typedef struct ha_lineset {
 	size_t n;
 	int books_set;
 	uint64_t books[2];
+	int live;                 /* the live table's lines, copied just now: a
+				   * pprof profile gives them ages (ages.c) */
 } ha_lineset;
 
 int ha_table_init(void);          /* 0 or ENOMEM */
@@ -269,8 +280,9 @@ void ha_table_postfork_child(void);
 /* ---- object_map.c ---------------------------------------------------------- */
 int ha_objmap_init(void);         /* 0 or ENOMEM */
 void ha_objmap_destroy(void);
-/* Remember p -> (b, req); 0, or ENOMEM (then the sample is dropped). */
-int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
+/* Remember p -> (b, req, allocated at t); 0, or ENOMEM (then the sample
+ * is dropped). */
+int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req, uint64_t t);
 /* Record a sample whose bucket already exists, holding only p's stripe
  * lock: find the bucket, count the allocation in it and remember p.  The
  * bucket is looked for first at hint (an index + 1, 0 for none: the last
@@ -280,9 +292,9 @@ int ha_objmap_insert(uintptr_t p, ha_bucket *b, size_t req);
  * such bucket yet (*h computed): the caller takes the table lock and uses
  * ha_table_record_hashed + ha_objmap_insert instead. */
 int ha_objmap_record(uintptr_t p, uint32_t hint, uint64_t *h, const uintptr_t *pcs, int depth,
-		     size_t req, uint32_t *idx);
-/* Forget p and subtract it from its bucket; 1 if it was known (_bytes:
- * and its bytes in *bytes). */
+		     size_t req, uint64_t t, uint32_t *idx);
+/* Forget p and subtract it from its bucket, its lifetime counted there
+ * (ha_life_add); 1 if it was known (_bytes: and its bytes in *bytes). */
 int ha_objmap_remove(uintptr_t p);
 int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes);
 /* A sample the allocator keeps the record of (ha_prof_sampled_kept):
@@ -292,8 +304,28 @@ int ha_objmap_remove_bytes(uintptr_t p, uint64_t *bytes);
  * allocator's) has ended.  Both
  * hold p's stripe lock, which keeps the table alive. */
 int ha_objmap_count(uintptr_t p, uint32_t hint, uint64_t *h, const uintptr_t *pcs, int depth,
-		    size_t req, uint32_t *idx);
+		    size_t req, size_t asked, uint64_t t, uint32_t *idx);
 void ha_objmap_free_kept(uintptr_t p, uint32_t idx, size_t req, uint32_t session);
+/* A kept sample counted in a new bucket b (under the table lock): p's
+ * time only, as ha_objmap_count keeps it.  Both keep p with its time and
+ * the bytes asked for (asked: its extent) for its age and a leak scan (no
+ * slot free: not aged); ha_objmap_free_kept then forgets it and counts its
+ * lifetime. */
+void ha_objmap_keep(uintptr_t p, ha_bucket *b, size_t asked, uint64_t t);
+/* A live sample as a dump sees it: its bucket, bytes, allocation time. */
+typedef struct ha_agent {
+	uint32_t idx;
+	uint64_t req, t;
+} ha_agent;
+/* Every live sample into out (room for cap), a stripe lock at a time; how
+ * many there were (more than cap: only cap copied). */
+size_t ha_objmap_ages(ha_agent *out, size_t cap);
+/* Every live sample as a leak scan's candidate (prof/leakscan.h: its
+ * extent, line = its number here) and its bucket's index in idx; the same
+ * count as ha_objmap_ages.  The only copy of the samples' addresses a dump
+ * makes: the caller keeps it out of what it scans. */
+struct ha_leak_block;
+size_t ha_objmap_blocks(struct ha_leak_block *out, uint32_t *idx, size_t cap);
 void ha_objmap_stats(uint64_t *objects, uint64_t *memory);
 /* Where the map lives, for the root (remote.c; prof/root.h). */
 struct ha_root_objmap;
@@ -388,6 +420,48 @@ void ha_peak_drop(void);
 uint64_t ha_peak_bytes(void);
 void ha_peak_prefork(void);
 void ha_peak_postfork(int child);
+
+/* ---- ages.c --------------------------------------------------------------- */
+/* The clock of ages and lifetimes: CLOCK_MONOTONIC in ns (vDSO, one read
+ * per sample and per sampled free; the same clock an outside reader reads). */
+uint64_t ha_age_now(void);
+/* A sampled block of req bytes allocated at t is being freed now: count its
+ * bytes in b's lifetime bin.  Caller keeps b alive (a stripe lock). */
+void ha_life_add(ha_bucket *b, uint64_t req, uint64_t t);
+/* The lifetime bin of ns nanoseconds: 0 below 1 us, i in [1e(i+2), 1e(i+3))
+ * ns, HA_LIFE_BINS - 1 from 1e14. */
+unsigned ha_life_bin(uint64_t ns);
+/* Lifetime bin i: the numeric label's value (ns; the bin's upper bound less
+ * 1 ns, the last bin's lower bound) and a range label ("1us-10us"). */
+uint64_t ha_life_label(unsigned i);
+const char *ha_life_range(unsigned i);
+/* The live samples of a dump, sorted by bucket, then oldest first. */
+typedef struct ha_ages {
+	ha_agent *v;              /* ha_dump_mem memory, NULL: none */
+	size_t n;
+	uint64_t now;             /* ha_age_now as they were copied */
+} ha_ages;
+/* Copy them (0, or ENOMEM: a dump without ages). */
+int ha_ages_take(ha_ages *a);
+void ha_ages_free(ha_ages *a);
+/* Bucket idx's samples: a->v[*first .. *first + return). */
+size_t ha_ages_of(const ha_ages *a, uint32_t idx, size_t *first);
+/* The age label of a block allocated at t, in seconds, as written: exact
+ * below 4096 s, then rounded down to 1/2048 of itself (a bounded number of
+ * distinct values per site). */
+uint64_t ha_age_seconds(uint64_t now, uint64_t t);
+/* Part k of total split by weights w (k = 0..n-1; cumulative rounding: the
+ * parts add up to total exactly): total * (W_k+1 - W_k) / W, W_k the sum of
+ * the weights before k.  cum: W_k, part: w[k], sum: W. */
+uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum);
+
+/* ---- leaks.c (and naming.c) ----------------------------------------------- */
+/* PREFIX[_PID].leaks.pb.gz into pb: 1, or 0 when the session writes no
+ * files (no HEAPPROFILE).  naming.c. */
+int ha_naming_leaks(char *pb, size_t cap);
+/* HEAP_PROFILE_LEAKS: the leak scan at exit (an atexit handler, after the
+ * exit dump); may end the process with HEAP_PROFILE_LEAKS_STATUS. */
+void ha_leaks_at_exit(void);
 
 /* ---- stats.c ------------------------------------------------------------- */
 /* Write PREFIX.NNNN.stats (path) for dump `dump`: the heap's books and caches

@@ -31,16 +31,24 @@ struct ha_root_table {
 	uint16_t b_size;          /* a bucket's header; pcs follow at b_pcs */
 	uint16_t b_hash, b_alloc_count, b_alloc_bytes, b_free_count, b_free_bytes;
 	uint16_t b_skey, b_depth, b_idx, b_pcs;   /* skey, depth: uint16_t; idx uint32_t */
-	uint16_t pad_[3];
+	uint16_t b_life;          /* uint64_t[life_bins]: bytes of freed samples by
+				   * lifetime (prof/ages.c's bins); 0: none */
+	uint16_t life_bins;
+	uint16_t pad_;
 };
 
 /* The live-sample map (object_map.c): stripes of open-addressing slots,
- * {uint64_t key = address >> 4 | bucket index << 44, uint64_t bytes}. */
+ * {uint64_t key = address >> 4 | bucket index << 44, uint64_t bytes,
+ * uint64_t at offset slot_time: allocated at (CLOCK_MONOTONIC ns) in bits
+ * 0-62; bit 63 set when the allocator keeps the sample's record (the slot
+ * is its time and the bytes asked for, not the bytes counted; its bucket
+ * counts it all the same)}. */
 struct ha_root_objmap {
 	uint64_t stripes;         /* address of the stripe array */
 	uint32_t nstripes, stripe_size;
 	uint16_t s_slots, s_n, s_used;   /* offsets: slot *, size_t, size_t */
-	uint16_t slot_size, addr_bits, pad_;
+	uint16_t slot_size, addr_bits;
+	uint16_t slot_time;       /* 0: slots without a time */
 };
 
 /* The session: copied here at every start and stop, under seq. */

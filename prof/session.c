@@ -284,6 +284,11 @@ void ha_prof_postfork(int child)
 /* ------------------------------------------------------------------ */
 /* process start and exit                                              */
 
+static void exit_leaks(void)
+{
+	ha_leaks_at_exit();
+}
+
 static void exit_dump(void)
 {
 	ha_http_exit();
@@ -309,6 +314,7 @@ static void exit_dump(void)
 __attribute__((constructor(201))) static void ha_prof_ctor(void)
 {
 	ha_options_load();
+	atexit(exit_leaks);           /* after the exit dump (handlers run in reverse) */
 	atexit(exit_dump);
 	/* HEAP_PROFILE_HTTP: not in a descendant of the process that serves
 	 * (the address is its), nor where the environment is not trusted */

@@ -376,4 +376,6 @@ void ha_table_root(struct ha_root_table *t)
 	t->b_depth = offsetof(ha_bucket, depth);
 	t->b_idx = offsetof(ha_bucket, idx);
 	t->b_pcs = offsetof(ha_bucket, pcs);
+	t->b_life = offsetof(ha_bucket, life);
+	t->life_bins = HA_LIFE_BINS;
 }

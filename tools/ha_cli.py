@@ -36,8 +36,10 @@ COMMANDS = """Commands:
   timeline ARGS...                in-use bytes over a run's dumps
   dump PID [-o FILE] [--format pprof|text]
                                   the heap profile of a running process, read from outside
-  top PID [--once | -n N] [--interval SEC] [--rows N]
-                                  a live view of a running process's heap
+  top PID [--once | -n N] [--interval SEC] [--rows N] [--older AGE]
+                                  a live view of a running process's heap, with ages
+  leaks PID [-o FILE] [--stop] [--fail]
+                                  sampled live blocks nothing points to, per site
   serve PID ADDR                  /debug/pprof/heap and /allocs of a running process
 
 'heapalloc COMMAND --help' describes each command; man heapalloc has more.
@@ -88,8 +90,21 @@ TOP_DESC = """A live view of the heap of the running process PID, read from outs
 'heapalloc dump' reads it, refreshed every second: in use and allocated
 (exact: the allocator's books), RSS, the peak RSS and the highest in use seen,
 and the sites with the most bytes in use, with their change since the last
-view.  A site is its first frame of the program's own code with file:line,
-then its callers.  --once or -n N print plain text for a pipe or a script."""
+view, the median age of their live bytes and how many of them are older than
+--older AGE (default 1h); from the second view on, a last line names the
+sites whose old bytes grew since the view before ("growing").  A site is its
+first frame of the program's own code with file:line, then its callers.
+--once or -n N print plain text for a pipe or a script."""
+
+
+LEAKS_DESC = """The sampled live blocks of the running process PID that nothing points to,
+per site, weighted into estimated bytes with each site's standard error: its
+memory is read from outside as a debugger reads it (data and bss of every
+mapped object, heaps, thread stacks; interior and unaligned pointers count).
+--stop holds every thread for the scan (its registers then count too) and
+lets it go; without it the process runs on.  -o FILE writes the same as a
+pprof profile (go tool pprof -top FILE).  --fail: exit status 3 when a leak
+is found (for a test suite)."""
 
 
 SERVE_DESC = """Serve the heap of the running process PID as Go's net/http/pprof serves a Go
@@ -148,7 +163,8 @@ def build_parser():
                       help='pprof (gzipped profile.proto with names, the default) or text '
                            '(the gperftools format of HEAPPROFILE dumps)')
     tp = sub.add_parser('top', prog=PROG + ' top', description=TOP_DESC,
-                         usage='%(prog)s PID [--once | -n N] [--interval SEC] [--rows N]',
+                         usage='%(prog)s PID [--once | -n N] [--interval SEC] [--rows N]\n'
+                               '                     [--older AGE]',
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          allow_abbrev=False)
     tp.add_argument('pid', metavar='PID')
@@ -157,6 +173,18 @@ def build_parser():
                      help='print N views as plain text, one per interval, and exit')
     tp.add_argument('--interval', default='1', metavar='SEC', help='seconds between views (default 1)')
     tp.add_argument('--rows', default='15', metavar='N', help='sites shown (default 15)')
+    tp.add_argument('--older', default='1h', metavar='AGE',
+                    help='the age past which live bytes count as old: seconds, or a number '
+                         'with s, m, h or d (default 1h)')
+    lk = sub.add_parser('leaks', prog=PROG + ' leaks', description=LEAKS_DESC,
+                        usage='%(prog)s PID [-o FILE] [--stop] [--fail]',
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        allow_abbrev=False)
+    lk.add_argument('pid', metavar='PID')
+    lk.add_argument('-o', '--output', metavar='FILE', help='also write the leaks as a pprof profile')
+    lk.add_argument('--stop', action='store_true',
+                    help='stop the process for the scan (consistent; registers count)')
+    lk.add_argument('--fail', action='store_true', help='exit status 3 when a leak is found')
     sv = sub.add_parser('serve', prog=PROG + ' serve', description=SERVE_DESC,
                         usage='%(prog)s PID ADDR', allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -259,8 +287,23 @@ def cmd_top(args, where):
                            % args.interval)
     if not args.rows.isdigit() or int(args.rows) == 0:
         return usage_error('top', '--rows %r is not a positive whole number' % args.rows)
+    older = seconds_of(args.older)
+    if older is None:
+        return usage_error('top', '--older %r is not an age (seconds, or a number with s, m, '
+                           'h or d)' % args.older)
     ha_proc.READER_VERSION = where.version
-    return ha_remote.top(where.tools, pid, count, interval, int(args.rows), err)
+    return ha_remote.top(where.tools, pid, count, interval, int(args.rows), err, older)
+
+
+def seconds_of(s):
+    """'90', '90s', '15m', '2h', '1.5d' -> whole seconds (>= 0), or None."""
+    mult = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400}.get(s[-1:], 1)
+    num = s[:-1] if s[-1:] in 'smhd' and s[-1:] else s
+    try:
+        v = float(num) * mult
+    except ValueError:
+        return None
+    return int(v) if 0 <= v < 1e12 and num.strip() == num else None
 
 
 def cmd_serve(args, where):
@@ -269,6 +312,15 @@ def cmd_serve(args, where):
         return usage_error('serve', 'PID %r is not a process id' % args.pid)
     ha_proc.READER_VERSION = where.version
     return ha_remote.serve(where.tools, pid, args.addr, err)
+
+
+def cmd_leaks(args, where):
+    pid = pid_of('leaks', args.pid)
+    if pid is None:
+        return usage_error('leaks', 'PID %r is not a process id' % args.pid)
+    ha_proc.READER_VERSION = where.version
+    import ha_leaks
+    return ha_leaks.leaks(where, pid, args.output, args.stop, args.fail, err)
 
 
 def cmd_check(args, where):
@@ -285,4 +337,4 @@ def cmd_growth(args, where):
 
 
 COMMAND_FUNCS = {'run': cmd_run, 'check': cmd_check, 'growth': cmd_growth, 'dump': cmd_dump,
-                 'top': cmd_top, 'serve': cmd_serve}
+                 'top': cmd_top, 'serve': cmd_serve, 'leaks': cmd_leaks}

@@ -20,13 +20,14 @@ SYMBOL = 'heapalloc_root'
 # prof/root.h, layout 1 (little-endian, the C structs' own padding)
 HEAD = struct.Struct('<8sII32sQQ')                      # 64
 SESSION = struct.Struct('<QQqQQQQQQQ')                  # 80
-TABLE = struct.Struct('<QQQQIIIHHHHHHHHHHHHH10x')       # 80
-OBJMAP = struct.Struct('<QIIHHHHH6x')                   # 32
+TABLE = struct.Struct('<QQQQIIIHHHHHHHHHHHHHHHH4x')     # 80
+OBJMAP = struct.Struct('<QIIHHHHHH4x')                  # 32
 BOOKS = struct.Struct('<QQQHHHHHHHHH6x')                # 48
 ROOT_SIZE = HEAD.size + SESSION.size + TABLE.size + OBJMAP.size + BOOKS.size
 FLAG_BACKGROUND, FLAG_FILES, FLAG_COMPAT, FLAG_CALIBRATE = 1, 2, 4, 8
 
 MAX_CHUNKS = 1 << 16            # the reader's own bound on a list walk
+MAX_SLOTS = 1 << 26             # and on one stripe of the live-sample map
 MAX_NODES = 1 << 20
 RETRIES = 50
 READER_VERSION = '?'            # this heapalloc's, set by the command
@@ -286,8 +287,11 @@ class Root:
          self.depth_max, self.chunk_bytes, self.chunk_next, self.chunk_used,
          self.chunk_mem, self.b_size, self.b_hash, self.b_alloc_count, self.b_alloc_bytes,
          self.b_free_count, self.b_free_bytes, self.b_skey, self.b_depth, self.b_idx,
-         self.b_pcs) = t
-        o += TABLE.size + OBJMAP.size
+         self.b_pcs, self.b_life, self.life_bins, _) = t
+        o += TABLE.size
+        (self.o_stripes, self.nstripes, self.stripe_size, self.s_slots, self.s_n, self.s_used,
+         self.slot_size, self.addr_bits, self.slot_time) = OBJMAP.unpack_from(raw, o)
+        o += OBJMAP.size
         b = BOOKS.unpack_from(raw, o)
         (self.registry, self.retired, self.own, self.node_size, self.node_next,
          self.node_live, self.node_alloc, self.node_net, self.node_big, self.node_cached,
@@ -295,7 +299,7 @@ class Root:
 
 
 class Line:
-    __slots__ = ('pcs', 'alloc_count', 'alloc_bytes', 'free_count', 'free_bytes')
+    __slots__ = ('pcs', 'alloc_count', 'alloc_bytes', 'free_count', 'free_bytes', 'idx', 'life')
 
 
 class Snapshot:
@@ -339,6 +343,9 @@ def _bucket(r, buf, off, want_idx):
     if st is None:
         st = _PCS[depth] = struct.Struct('<%dQ' % depth)
     l.pcs = st.unpack_from(buf, off + r.b_pcs)
+    l.idx = idx
+    l.life = (struct.unpack_from('<%dQ' % r.life_bins, buf, off + r.b_life)
+              if r.b_life and r.life_bins and r.b_life + 8 * r.life_bins <= r.b_pcs else ())
     return l
 
 
@@ -384,6 +391,36 @@ def _read_lines(mem, r):
             continue
         lines.append(l)
     return lines, torn
+
+
+def _read_ages(mem, r):
+    """The live samples [(bucket index, bytes, allocated at, address)], the map's
+    slots copied stripe by stripe (prof/object_map.c; a slot moving while
+    read may be missed or seen twice: a sample's age, never a total), or
+    None when the target has no times (an older heapalloc)."""
+    if not r.slot_time or not r.o_stripes or r.slot_size < r.slot_time + 8:
+        return None
+    raw = mem.read(r.o_stripes, r.nstripes * r.stripe_size)
+    if raw is None:
+        return None
+    out = []
+    keep = (1 << 63) - 1
+    mask = (1 << r.addr_bits) - 1
+    for i in range(r.nstripes):
+        o = i * r.stripe_size
+        slots = struct.unpack_from('<Q', raw, o + r.s_slots)[0]
+        n = struct.unpack_from('<Q', raw, o + r.s_n)[0]
+        if not slots or not n or n > MAX_SLOTS:
+            continue
+        buf = mem.read(slots, n * r.slot_size)
+        if buf is None:
+            continue
+        for j in range(0, n * r.slot_size, r.slot_size):
+            key, req = _QQ.unpack_from(buf, j)
+            if key:
+                t = struct.unpack_from('<Q', buf, j + r.slot_time)[0] & keep
+                out.append((key >> r.addr_bits, req, t, (key & mask) << 4))
+    return out
 
 
 def _read_books(mem, r):
@@ -457,6 +494,9 @@ def snapshot(pid, mem=None, maps=None):
         snap.lines, snap.torn = got
         snap.books = books
         snap.rec = struct.unpack('<2Q', rec) if rec else (0, 0)
+        snap.ages = _read_ages(mem, r) if r.running else None
+        # the clock the samples' times are on (prof/ages.c)
+        snap.now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         snap.time = time.time()
         snap.maps = maps
         return snap

@@ -186,6 +186,15 @@ class Profile:
                 cv.append([ao, ab, io, ib])
         self.values = cv
         self.calibrated = self.cal.scaled
+        # each bucket's live samples [(bytes, time)], oldest first (None:
+        # the target keeps no times)
+        self.ages = None
+        if getattr(snap, 'ages', None) is not None:
+            self.ages = {}
+            for idx, req, t, _ in snap.ages:
+                self.ages.setdefault(idx, []).append((req, t))
+            for a in self.ages.values():
+                a.sort(key=lambda x: x[1])
 
     def comments(self, pid):
         snap = self.snap
@@ -282,6 +291,65 @@ FIXED = ['', 'alloc_objects', 'count', 'alloc_space', 'bytes', 'inuse_objects',
          'inuse_space', 'space', 'sampling_error', 'permille']
 
 
+# ---- ages and lifetimes (prof/ages.c, prof/pprof.c's split_line) -------------
+# A restatement until the outside dump runs prof/'s own encoder (issue 40).
+
+LIFE_LABEL = [10 ** (k + 3) - 1 for k in range(12)] + [10 ** 14]
+LIFE_RANGE = ['<1us', '1us-10us', '10us-100us', '100us-1ms', '1ms-10ms', '10ms-100ms',
+              '100ms-1s', '1s-10s', '10s-100s', '100s-1000s', '1000s-10000s',
+              '10000s-100000s', '>=100000s']
+
+
+def age_seconds(now, t):
+    s = (now - t) // 1000000000 if now > t else 0
+    return s if s < 4096 else s & ~((1 << (s.bit_length() - 12)) - 1)
+
+
+def _part(total, cum, part, whole):
+    return total * (cum + part) // whole - total * cum // whole if whole else 0
+
+
+def split_line(v, ages, now, life):
+    """[(values, ('age', seconds) | ('lifetime', bin) | None)] of a line's
+    values v by its live samples' ages [(bytes, time)], oldest first, and
+    its lifetime bins, adding up to v."""
+    out, rest = [], list(v)
+    wb = sum(b for b, t in ages)
+    la = (min(v[0], v[2]), min(v[1], v[3]))      # in use may exceed allocated a little
+    if ages and wb and (v[2] or v[3]):
+        cb = cc = j = 0
+        k = len(ages)
+        while j < k:
+            age, gb, gc = age_seconds(now, ages[j][1]), 0, 0
+            while j < k and age_seconds(now, ages[j][1]) == age:
+                gb += ages[j][0]
+                gc += 1
+                j += 1
+            ao, ab = _part(la[0], cc, gc, k), _part(la[1], cb, gb, wb)
+            io, ib = _part(v[2], cc, gc, k), _part(v[3], cb, gb, wb)
+            cb += gb
+            cc += gc
+            if ao or ab or io or ib:
+                out.append(([ao, ab, io, ib], ('age', age)))
+                rest = [rest[0] - ao, rest[1] - ab, rest[2] - io, rest[3] - ib]
+    lw = sum(life)
+    fo, fb = v[0] - la[0], v[1] - la[1]
+    if lw and (fo or fb) and rest[0] >= fo and rest[1] >= fb:
+        cum = 0
+        for b, w in enumerate(life):
+            if not w:
+                continue
+            po, pb = _part(fo, cum, w, lw), _part(fb, cum, w, lw)
+            cum += w
+            if po or pb:
+                out.append(([po, pb, 0, 0], ('lifetime', b)))
+                rest[0] -= po
+                rest[1] -= pb
+    if any(rest):
+        out.append((rest, None))
+    return out
+
+
 def encode_pprof(prof, pid, mem, maps, alloc_default=False):
     """profile.proto (not gzipped), addresses only, as prof/pprof.c; the
     string table comes last, when every string is known."""
@@ -301,6 +369,7 @@ def encode_pprof(prof, pid, mem, maps, alloc_default=False):
     xmaps = [m for m in maps if len(m.perms) > 2 and m.perms[2] == 'x']
     locs = {}
     r = prof.snap.root.rate
+    ages, now = prof.ages, prof.snap.now
     for l, v in zip(prof.lines, prof.values):
         ids = []
         for pc in l.pcs:
@@ -308,15 +377,24 @@ def encode_pprof(prof, pid, mem, maps, alloc_default=False):
             if a not in locs:
                 locs[a] = len(locs) + 1
             ids.append(locs[a])
-        m = _packed(1, ids) + _packed(2, v)
-        m += _bytes(3, _int(1, s('bytes')) + _int(3, l.alloc_bytes // l.alloc_count))
+        lab = _bytes(3, _int(1, s('bytes')) + _int(3, l.alloc_bytes // l.alloc_count))
         if r > 1:
             ic = l.alloc_count - l.free_count
             e = (rse(ic, l.alloc_bytes - l.free_bytes, r) if ic else
                  rse(l.alloc_count, l.alloc_bytes, r))
-            m += _bytes(3, _int(1, s('sampling_error')) + _int(3, int(e * 1000 + 0.5)) +
-                        _int(4, s('permille')))
-        out += _bytes(2, m)
+            lab += _bytes(3, _int(1, s('sampling_error')) + _int(3, int(e * 1000 + 0.5)) +
+                          _int(4, s('permille')))
+        parts = (split_line(v, ages.get(l.idx, ()), now, l.life) if ages is not None
+                 else [(v, None)])
+        for pv, how in parts:
+            m = _packed(1, ids) + _packed(2, pv) + lab
+            if how and how[0] == 'age':
+                m += _bytes(3, _int(1, s('age')) + _int(3, how[1]) + _int(4, s('seconds')))
+            elif how:
+                m += _bytes(3, _int(1, s('lifetime')) + _int(3, LIFE_LABEL[how[1]]) +
+                            _int(4, s('nanoseconds')))
+                m += _bytes(3, _int(1, s('lived')) + _int(2, s(LIFE_RANGE[how[1]])))
+            out += _bytes(2, m)
     starts = []
     for i, mp in enumerate(xmaps):
         body = _int(1, i + 1) + _int(2, mp.start) + _int(3, mp.end) + _int(4, mp.offset)
@@ -474,8 +552,10 @@ class Top:
     from refresh to refresh; heapalloc-symbolize runs only for addresses
     not seen before)."""
 
-    def __init__(self, tool_dir, pid, rows, err):
+    def __init__(self, tool_dir, pid, rows, err, older=3600):
         self.tool_dir, self.pid, self.rows, self.err = tool_dir, pid, rows, err
+        self.older = older
+        self.prev_old = None
         self.frames = {}
         self.modules = []
         self.prev = None
@@ -517,14 +597,16 @@ class Top:
                         self.frames.setdefault(a, D.frames.get(a) or [])
                         if a not in D.frames and self.frames[a]:
                             D.frames[a] = self.frames[a]
+            ages = line_ages(prof)
             cache = {}
             sites = {}
             for k in D.stacks:
                 if not D.frames.get(k[0]) and k[0] in self.frames:
                     D.frames.pop(k[0], None)
-                t = sites.setdefault(ha_growth.site(D, k, False, cache), [0.0, 0.0])
+                t = sites.setdefault(ha_growth.site(D, k, False, cache), [0.0, 0.0, []])
                 t[0] += D.stacks[k][0]
                 t[1] += D.stacks[k][1]
+                t[2] += ages.get(k, [])
         finally:
             import shutil
             shutil.rmtree(d, ignore_errors=True)
@@ -533,26 +615,76 @@ class Top:
         self.high = max(self.high, inuse)
         prev = self.prev
         self.prev = {s: v[1] for s, v in sites.items()}
+        prev_old = self.prev_old
+        old = {s: sum(b for a, b in v[2] if a >= self.older) for s, v in sites.items()}
+        self.prev_old = old
         order = sorted(sites.items(), key=lambda kv: (-kv[1][1], kv[0]))[:self.rows]
         r = prof.snap.root
+        aged = prof.ages is not None
         out = ['heapalloc top: pid %d  %s' % (self.pid, ha_proc.cmdline(self.pid)[:60]),
                'in use %s   allocated %s   (exact, since heapalloc started)   RSS %s   '
                'peak: RSS %s, in use %s seen' % (human(inuse), human(a), human(ha_proc.rss(self.pid)),
                                                  human(_peak_rss(self.pid)), human(self.high)),
                'sampled every %s; %d sites; %s' % (human(r.rate), len(sites), time.strftime(
                    '%H:%M:%S')),
-               '%11s %11s %9s  %s' % ('in use', 'change', 'objects', 'site (first frame of the '
-                                      'program, file:line, then its callers)')]
-        for s, (objs, size) in order:
+               '%11s %11s %9s %9s %11s  %s' % ('in use', 'change', 'objects', 'median age',
+                                               'older ' + human_age(self.older),
+                                               'site (first frame of the program, file:line, '
+                                               'then its callers)')]
+        growing = []
+        for s, (objs, size, sa) in order:
             ch = size - prev.get(s, 0) if prev is not None else 0
-            out.append('%11s %11s %9d  %s' % (human(size), ('+' if ch > 0 else '') + human(ch)
-                                              if prev is not None else '', round(objs), s))
+            if aged and prev_old is not None and old[s] > prev_old.get(s, 0):
+                growing.append(s)
+            out.append('%11s %11s %9d %9s %11s  %s' % (
+                human(size), ('+' if ch > 0 else '') + human(ch) if prev is not None else '',
+                round(objs), human_age(median_age(sa)) if aged and sa else '-',
+                human(old[s]) if aged else '-', s))
+        if not aged:
+            out.append('(no ages: this heapalloc keeps no allocation times)')
+        elif prev_old is not None:
+            out.append('growing: %s' % ('; '.join(growing) if growing else
+                                        'no site\'s bytes older than %s grew since the last view'
+                                        % human_age(self.older)))
         return '\n'.join(out) + '\n'
 
 
-def top(tool_dir, pid, count, interval, rows, err):
+def human_age(s):
+    for unit, size in (('d', 86400), ('h', 3600), ('m', 60)):
+        if s >= size:
+            v = s / size
+            return ('%d%s' if v == int(v) else '%.1f%s') % (v, unit)
+    return '%ds' % s
+
+
+def line_ages(prof):
+    """Stack (addresses as pprof's locations) -> [(age in seconds, in-use
+    bytes)] of its lines' age-labelled parts (split_line)."""
+    out = {}
+    if prof.ages is None:
+        return out
+    for l, v in zip(prof.lines, prof.values):
+        parts = split_line(v, prof.ages.get(l.idx, ()), prof.snap.now, l.life)
+        key = tuple(pc - 1 for pc in l.pcs)
+        out.setdefault(key, []).extend((how[1], pv[3]) for pv, how in parts
+                                       if how and how[0] == 'age')
+    return out
+
+
+def median_age(parts):
+    """The age half of the bytes are older than (parts: [(age, bytes)])."""
+    total = sum(b for a, b in parts)
+    c = 0
+    for a, b in sorted(parts, reverse=True):
+        c += b
+        if 2 * c >= total:
+            return a
+    return 0
+
+
+def top(tool_dir, pid, count, interval, rows, err, older=3600):
     """count: refreshes in plain text (0: a live screen until ^C)."""
-    t = Top(tool_dir, pid, rows, err)
+    t = Top(tool_dir, pid, rows, err, older)
     live = count == 0
     n = 0
     try:

@@ -4,7 +4,8 @@
 # alloc/ only the interface (hooks.h) and the shared helpers (base.h,
 # debug.h, lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
 # sym/ (the symboliser plugin) includes of the library only the plugin
-# interface prof/sym_abi.h; tools/ includes neither's internals.  (That the
+# interface prof/sym_abi.h; tools/ includes neither's internals but the two
+# standalone interfaces it shares (prof/pb.h, prof/leakscan.h).  (That the
 # allocator links without the profiler is tests/unit/alloc_units; that the
 # profiler links over alloc/hooks.h alone is tests/unit/prof_alone; an
 # undeclared call fails the build: -Werror=implicit-function-declaration.)
@@ -27,7 +28,7 @@ for f in "$top"/sym/*.[ch]; do
 		bad "$f includes library internals"
 done
 for f in "$top"/tools/*.c; do
-	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v '"prof/pb\.h"' &&
+	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v '"prof/\(pb\|leakscan\)\.h"' &&
 		bad "$f includes library internals"
 done
 # prof/session.h names the files that may include it; alloc/hooks.h's

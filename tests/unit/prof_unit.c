@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "prof/prof.h"
 #include "tests/check.h"
@@ -211,7 +212,7 @@ static void objmap_and_table(void)
 			live[a] = 0;
 		} else {
 			int k = (int)((x >> 32) % NB);
-			CHECK_EQ(ha_objmap_insert(addr, b[k], 1), 0);
+			CHECK_EQ(ha_objmap_insert(addr, b[k], 1, 0), 0);
 			inserted[k]++;
 			live[a] = k + 1;
 		}
@@ -232,39 +233,69 @@ static void objmap_and_table(void)
 			CHECK_EQ(ha_objmap_remove(0x7f0000000000ull + (uintptr_t)a * 16), 1);
 	ha_objmap_stats(&objs, &mem);
 	CHECK_EQ(objs, 0);
-	/* a record kept by the allocator: counted in its bucket without the
-	 * map, its free counted back only while its session lives */
+	/* a record kept by the allocator: counted in its bucket, remembered
+	 * in the map for its time alone, its free counted back (with its
+	 * lifetime) only while its session lives */
 	uint32_t idx = 99;
 	pcs[0] = 0x1000 + 3;
 	uint64_t a0 = b[3]->alloc_count, f0 = b[3]->free_count, fb0 = b[3]->free_bytes;
-	uint64_t h = 0;
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, 0, &h, pcs, 3, 100, &idx), 1);
+	uint64_t h = 0, t0 = ha_age_now();
+	const uintptr_t K1 = 0x7e0000000000ull, K2 = K1 + 16, K3 = K1 + 32;
+	CHECK_EQ(ha_objmap_count(K1, 0, &h, pcs, 3, 100, 100, t0, &idx), 1);
 	CHECK_EQ(idx, b[3]->idx);
 	CHECK_EQ(h, ha_table_hash(pcs, 3, 100));
 	CHECK_EQ(b[3]->alloc_count, a0 + 1);
+	ha_objmap_stats(&objs, &mem);
+	CHECK_EQ(objs, 1);
 	uintptr_t nope[3] = { 0x9000, 0x2000, 0x3000 };
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, 0, &h, nope, 3, 100, &idx), -1);
+	CHECK_EQ(ha_objmap_count(K2, 0, &h, nope, 3, 100, 100, t0, &idx), -1);
 	CHECK_EQ(h, ha_table_hash(nope, 3, 100));
 	/* a hint: its bucket when the stack is that bucket's, the hash's when
 	 * not (another stack, another size key, no such bucket) */
 	h = 0;
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, b[3]->idx + 1, &h, pcs, 3, 100, &idx), 1);
+	CHECK_EQ(ha_objmap_count(K2, b[3]->idx + 1, &h, pcs, 3, 100, 100, t0 - 5000000000ull, &idx), 1);
 	CHECK_EQ(idx, b[3]->idx);
 	CHECK_EQ(h, 0);                   /* found at the hint: not hashed */
 	CHECK_EQ(b[3]->alloc_count, a0 + 2);
 	pcs[0] = 0x1000 + 4;
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, b[3]->idx + 1, &h, pcs, 3, 100, &idx), 1);
+	CHECK_EQ(ha_objmap_count(K3, b[3]->idx + 1, &h, pcs, 3, 100, 100, t0, &idx), 1);
 	CHECK_EQ(idx, b[4]->idx);
 	CHECK_EQ(b[3]->alloc_count, a0 + 2);
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, b[4]->idx + 1, &h, pcs, 3, 100000, &idx), -1);
-	CHECK_EQ(ha_objmap_count(0x7e0000000000ull, NB + 50, &h, nope, 3, 100, &idx), -1);
+	CHECK_EQ(ha_objmap_count(K3, b[4]->idx + 1, &h, pcs, 3, 100000, 100000, t0, &idx), -1);
+	CHECK_EQ(ha_objmap_count(K3, NB + 50, &h, nope, 3, 100, 100, t0, &idx), -1);
+	ha_objmap_stats(&objs, &mem);
+	CHECK_EQ(objs, 3);
+	/* the dump's copy: by bucket, oldest first, with the times given */
+	ha_ages ag;
+	REQUIRE(ha_ages_take(&ag) == 0);
+	CHECK_EQ(ag.n, 3);
+	size_t first = 99;
+	CHECK_EQ(ha_ages_of(&ag, b[3]->idx, &first), 2);
+	CHECK_EQ(ag.v[first].t, t0 - 5000000000ull);
+	CHECK_EQ(ag.v[first + 1].t, t0);
+	CHECK_EQ(ag.v[first].req, 100);
+	CHECK_EQ(ha_age_seconds(ag.now, ag.v[first].t), 5);   /* this test runs in < 1 s */
+	CHECK_EQ(ha_ages_of(&ag, b[4]->idx, &first), 1);
+	CHECK_EQ(ha_ages_of(&ag, b[5]->idx, &first), 0);
+	ha_ages_free(&ag);
 	pcs[0] = 0x1000 + 3;
-	ha_objmap_free_kept(0x7e0000000000ull, b[3]->idx, 112, session_now);
+	uint64_t l0[HA_LIFE_BINS];
+	memcpy(l0, b[3]->life, sizeof l0);
+	ha_objmap_free_kept(K1, b[3]->idx, 112, session_now);
 	CHECK_EQ(b[3]->free_count, f0 + 1);
 	CHECK_EQ(b[3]->free_bytes, fb0 + 112);
-	ha_objmap_free_kept(0x7e0000000000ull, b[3]->idx, 112, session_now - 1);   /* ended */
-	ha_objmap_free_kept(0x7e0000000000ull, NB + 5, 112, session_now);          /* no bucket */
+	ha_objmap_free_kept(K2, b[3]->idx, 112, session_now - 1);   /* ended */
+	ha_objmap_free_kept(K2, NB + 5, 112, session_now);          /* no bucket */
 	CHECK_EQ(b[3]->free_count, f0 + 1);
+	ha_objmap_free_kept(K2, b[3]->idx, 112, session_now);
+	ha_objmap_free_kept(K3, b[4]->idx, 112, session_now);
+	CHECK_EQ(b[3]->free_count, f0 + 2);
+	/* K1 lived under a second (bins 0..6), K2 5 s (bin 7: 1 s-10 s) */
+	CHECK_EQ(b[3]->life[7], l0[7] + 112);
+	uint64_t under = 0;
+	for (int i = 0; i < 7; i++)
+		under += b[3]->life[i] - l0[i];
+	CHECK_EQ(under, 112);
 	ha_objmap_stats(&objs, &mem);
 	CHECK_EQ(objs, 0);
 	size_t n = 0;
@@ -335,7 +366,7 @@ static void *counter(void *arg)
 			uintptr_t pcs[2] = { 0x100000 + (t * PER + i) * 16, 0x7000 };
 			uint64_t h;
 			uint32_t idx;
-			if (ha_objmap_count(0x7d0000000000ull + i * 16, 0, &h, pcs, 2, 64, &idx) < 0) {
+			if (ha_objmap_count(0x7d0000000000ull + i * 16, 0, &h, pcs, 2, 64, 64, 0, &idx) < 0) {
 				ha_table_lock();
 				ha_table_record_hashed(h, pcs, 2, 64);
 				ha_table_unlock();
@@ -366,6 +397,55 @@ static void table_grows_threads(void)
 	destroy_both();
 }
 
+/* The pieces an age or lifetime label is made of (ages.c): parts that add
+ * up to the whole, bins that split at decades, ages exact to the second
+ * below 4096 s. */
+static void ages_parts(void)
+{
+	uint64_t w[5] = { 3, 0, 7, 1, 1 }, sum = 12, cum = 0, got = 0;
+	for (int k = 0; k < 5; k++) {
+		uint64_t p = ha_split_part(1000003, cum, w[k], sum);
+		if (k == 1)
+			CHECK_EQ(p, 0);
+		if (k == 2)
+			CHECK(p == 583335 || p == 583334);   /* 1000003 * 7 / 12 */
+		got += p;
+		cum += w[k];
+	}
+	CHECK_EQ(got, 1000003);
+	CHECK_EQ(ha_split_part(UINT64_MAX / 2, 1, 1, 2), UINT64_MAX / 2 - UINT64_MAX / 4);
+	CHECK_EQ(ha_split_part(5, 0, 0, 0), 0);
+	CHECK_EQ(ha_life_label(0), 999);
+	CHECK_EQ(ha_life_label(3), 999999);              /* 100 us - 1 ms */
+	CHECK_EQ(ha_life_label(HA_LIFE_BINS - 1), 100000000000000ull);
+	CHECK(strcmp(ha_life_range(3), "100us-1ms") == 0);
+	/* the bin by bit length and one compare equals counting decades, at
+	 * every decade boundary, either side of it and every power of two */
+	int wrong = 0;
+	for (int k = 0; k < 64; k++) {
+		uint64_t vs[3] = { (uint64_t)1 << k, ((uint64_t)1 << k) - 1, ((uint64_t)1 << k) + 1 };
+		for (int j = 0; j < 3; j++) {
+			unsigned want = 0;
+			for (uint64_t d = 1000; want < HA_LIFE_BINS - 1 && vs[j] >= d; d *= 10)
+				want++;
+			wrong += ha_life_bin(vs[j]) != want;
+		}
+	}
+	for (uint64_t d = 1000, want = 1; d <= 100000000000000ull; d *= 10, want++) {
+		wrong += ha_life_bin(d - 1) != want - 1;
+		wrong += ha_life_bin(d) != (want < HA_LIFE_BINS ? want : HA_LIFE_BINS - 1);
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(ha_life_bin(0), 0);
+	CHECK_EQ(ha_life_bin(UINT64_MAX), HA_LIFE_BINS - 1);
+	uint64_t now = (uint64_t)1 << 50, s = 1000000000ull;
+	CHECK_EQ(ha_age_seconds(now, now - 3600 * s - s / 2), 3600);
+	CHECK_EQ(ha_age_seconds(now, now - 4095 * s), 4095);
+	CHECK_EQ(ha_age_seconds(now, now - 4097 * s), 4096);
+	CHECK_EQ(ha_age_seconds(now, now - 86400 * s), 86400 & ~31);
+	CHECK_EQ(ha_age_seconds(now, now + s), 0);       /* sampled after the dump's clock */
+}
+
 int main(void)
 {
 	sampler();
@@ -374,5 +454,6 @@ int main(void)
 	objmap_and_table();
 	table_grows();
 	table_grows_threads();
+	ages_parts();
 	return CHECK_DONE();
 }
