@@ -226,7 +226,7 @@ static void pool_decay(uint32_t now, size_t cap)
 		}
 		ha_unlock(&rec_lock);
 		for (int k = 0; k < n; k++) {
-			madvise((void *)got[k]->base, pool[slot[k]].bytes, MADV_DONTNEED);
+			ha_sys_discard((void *)got[k]->base, pool[slot[k]].bytes);
 			cold_put(slot[k], got[k]);
 		}
 		if (forced && cap)
@@ -261,7 +261,7 @@ static int pool_put(ha_span *s, uint32_t bytes)
 	if (i < 0)
 		return 0;
 	if (!hot) {
-		madvise((void *)s->base, bytes, MADV_DONTNEED);
+		ha_sys_discard((void *)s->base, bytes);
 		cold_put(i, s);
 		ha_keep_forced(now);
 	}
@@ -315,7 +315,7 @@ static ha_span *pool_take(uint32_t bytes, int *cold)
 /* Give span memory back to mimalloc, its pages to the OS first. */
 static void span_unmap(ha_span *s, size_t bytes)
 {
-	madvise((void *)s->base, bytes, MADV_DONTNEED);
+	ha_sys_discard((void *)s->base, bytes);
 	ha_arena_span_free((void *)s->base);
 	rec_put(s);
 }
