@@ -217,9 +217,14 @@ void ha_stack_calibrate_frame(void)
 	int probe[2];
 	if (!ha_unw_trace_begin(probe))
 		return;
+	/* what libunwind allocates or maps in the trace and the lookups is
+	 * its own, never a sample (aarch64's searches .debug_frame, reading
+	 * /proc/self/maps into a fresh mapping: counted, it would calibrate
+	 * again, and again) */
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
 	in_frame = 1;
 	int n = unw_backtrace(raw, 64);
-	in_frame = 0;
 	ha_unw_trace_end(probe);
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
@@ -228,6 +233,8 @@ void ha_stack_calibrate_frame(void)
 		if (function_range(pc, &lo, &hi))
 			add_range(lo, hi);
 	}
+	in_frame = 0;
+	ha_prof_busy = busy;
 }
 
 __attribute__((noinline)) static void probe(int maps)

@@ -31,6 +31,7 @@ void ha_alloc_call_back_next(void)
 {
 }
 HA_TLS unsigned ha_locks_held;
+HA_TLS int ha_prof_busy;        /* hooks.c's re-entrancy guard (stack.c's calibration) */
 
 #define N HA_STACK_RAW
 #define THREADS 24

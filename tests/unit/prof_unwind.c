@@ -30,6 +30,7 @@
 
 void ha_alloc_call_back_next(void) {}
 HA_TLS unsigned ha_locks_held;
+HA_TLS int ha_prof_busy;        /* hooks.c's re-entrancy guard (stack.c's calibration) */
 
 #define N 64
 
