@@ -119,8 +119,9 @@ static void hot_unlink(unsigned i, lrec *r)
 /* The whole pages inside a block: what going cold gives back. */
 static void block_pages(const lrec *r, uintptr_t *lo, uintptr_t *hi)
 {
-	*lo = (r->base + HA_PAGE_SIZE - 1) & ~(uintptr_t)(HA_PAGE_SIZE - 1);
-	*hi = (r->base + r->bytes) & ~(uintptr_t)(HA_PAGE_SIZE - 1);
+	uintptr_t pg = ha_sys_page();     /* the kernel's: what madvise zeroes */
+	*lo = (r->base + pg - 1) & ~(pg - 1);
+	*hi = (r->base + r->bytes) & ~(pg - 1);
 	if (*hi < *lo)
 		*hi = *lo;
 }

@@ -239,7 +239,7 @@ static void pool_decay(uint32_t now, size_t cap)
 		}
 		ha_unlock(&rec_lock);
 		for (int k = 0; k < n; k++) {
-			madvise((void *)got[k]->base, pool[slot[k]].bytes, MADV_DONTNEED);
+			ha_sys_discard((void *)got[k]->base, pool[slot[k]].bytes);
 			cold_put(slot[k], got[k]);
 		}
 		if (forced && cap)
@@ -275,7 +275,7 @@ static int pool_put(ha_span *s, uint32_t bytes, int idle)
 	if (i < 0)
 		return 0;
 	if (!hot) {
-		madvise((void *)s->base, bytes, MADV_DONTNEED);
+		ha_sys_discard((void *)s->base, bytes);
 		cold_put(i, s);
 		if (!idle)
 			ha_keep_forced(now);
@@ -333,7 +333,7 @@ static ha_span *pool_take(uint32_t bytes, int *cold)
 /* Give span memory back to mimalloc, its pages to the OS first. */
 static void span_unmap(ha_span *s, size_t bytes)
 {
-	madvise((void *)s->base, bytes, MADV_DONTNEED);
+	ha_sys_discard((void *)s->base, bytes);
 	ha_arena_span_free((void *)s->base);
 	rec_put(s);
 }
@@ -625,7 +625,7 @@ static void drain_class(unsigned cls, int all_empty, int idle)
 	while (c->nx)
 		to_span(c, c->xa[--c->nx], &dead, !idle);
 	if (idle && c->xcap)   /* the array's pages too (refaulted if it fills again) */
-		madvise(c->xa, (size_t)c->xcap * sizeof(void *), MADV_DONTNEED);
+		ha_sys_discard(c->xa, (size_t)c->xcap * sizeof(void *));
 	for (ha_span *s = all_empty ? c->partial : NULL, *next; s; s = next) {
 		next = s->next;
 		if (s->nfree == s->carved) {

@@ -125,9 +125,13 @@ static inline hhdr *hhdr_of(const void *p)
 	return (hhdr *)((uintptr_t)p - HA_LARGE_HDR);
 }
 
+/* Whole kernel pages (a multiple of PG).  On a kernel whose page is
+ * larger than PG (arm64's 16 or 64 KiB) every block has its own mapping:
+ * the regions hand out and madvise PG-sized pages. */
 static size_t map_len(size_t n)
 {
-	return (n + HA_LARGE_HDR + PG - 1) & ~(PG - 1);
+	size_t pg = ha_sys_page() > PG ? ha_sys_page() : PG;
+	return (n + HA_LARGE_HDR + pg - 1) & ~(pg - 1);
 }
 
 static hregion *region_of(uintptr_t a)
@@ -464,7 +468,7 @@ void *ha_huge_alloc(size_t n, int zero)
 		return NULL;
 	}
 	size_t len = map_len(n);
-	void *base = len <= REGION_BLOCK_MAX ? region_alloc(len, zero) : NULL;
+	void *base = len <= REGION_BLOCK_MAX && ha_sys_page() <= PG ? region_alloc(len, zero) : NULL;
 	if (base)
 		return finish(base, len, HUGE_MAGIC_R);
 	base = ha_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

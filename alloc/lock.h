@@ -82,6 +82,8 @@ static __attribute__((noinline, cold, unused)) void ha_plock_slow(ha_plock *l)
 			return;
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ volatile("yield" ::: "memory");   /* the spin-wait hint */
 #else
 		__asm__ volatile("" ::: "memory");
 #endif

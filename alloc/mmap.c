@@ -81,7 +81,7 @@ static void own_cut(uintptr_t lo, uintptr_t hi)
 
 static HA_COLD void own_mapped(void *p, size_t len, int add)
 {
-	uintptr_t lo = (uintptr_t)p, hi = lo + ((len + 4095) & ~(size_t)4095);
+	uintptr_t pg = ha_sys_page(), lo = (uintptr_t)p, hi = lo + ((len + pg - 1) & ~(pg - 1));
 	ha_lock(&own_lock);
 	own_cut(lo, hi);
 	if (add) {

@@ -522,7 +522,7 @@ int ha_tcache_decay(uint32_t now)
 			more = 1;
 			continue;
 		}
-		madvise(nd->slab, ha_tl_slab_bytes, MADV_DONTNEED);
+		ha_sys_discard(nd->slab, ha_tl_slab_bytes);
 		nd->slab_idle_since = 0;
 		idle_slabs--;
 	}

@@ -60,8 +60,22 @@ void ha_frame_rules_init(void)
  * kept or saved at CFA + offset.  Every stack whose frames all have rules
  * is walked by rule_walk, a few loads a frame; any other goes through the
  * rows (which learn the rules of its frames) or libunwind's fast trace. */
-#define ROW_BYTES 192             /* libunwind 1.6: 184-byte register state */
 #define NROWS 8192
+
+/* The registers a rule follows, in libunwind's and the kernel's names: the
+ * frame pointer (RBP, x29) and the return address (RIP's column, x30).
+ * A row's size is libunwind's register state for the target. */
+#if defined(__x86_64__)
+#define ROW_BYTES 192             /* libunwind 1.6: 184-byte register state */
+#define UNW_FP UNW_X86_64_RBP
+#define UNW_RA UNW_X86_64_RIP
+#elif defined(__aarch64__)
+#define ROW_BYTES 912             /* libunwind 1.6: 97 preserved registers */
+#define UNW_FP UNW_AARCH64_X29
+#define UNW_RA UNW_AARCH64_X30
+#else
+#error "prof/frame_rules.c: x86-64 and aarch64 only (configure.ac's host check)"
+#endif
 
 static struct slot slot_store[(2u << LAST_BITS) - (1u << FIRST_BITS)];
 #define TAB(g) { slot_store + (1u << (FIRST_BITS + (g))) - (1u << FIRST_BITS), \
@@ -112,16 +126,43 @@ static int table_full(void)
 static uintptr_t scratch[SCRATCH_WORDS];
 static int scratch_used;
 
-/* A context at ip with RSP sp and RBP bp whose other registers point at
- * the middle of scratch. */
-static void made_up(ucontext_t *uc, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+/* A context at ip with SP sp and frame pointer bp (RSP and RBP, or SP and
+ * x29) whose other registers point at the middle of scratch.  Its frame
+ * pointer's slot is *home. */
+static void made_up(unw_context_t *uc, uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t *home)
 {
 	memset(uc, 0, sizeof *uc);
+#if defined(__x86_64__)
 	for (int r = 0; r < NGREG; r++)
 		uc->uc_mcontext.gregs[r] = (greg_t)(uintptr_t)&scratch[SCRATCH_WORDS / 2];
 	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
 	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
 	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+	*home = (uintptr_t)&uc->uc_mcontext.gregs[REG_RBP];
+#else
+	for (int r = 0; r < 31; r++)
+		uc->uc_mcontext.regs[r] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
+	uc->uc_mcontext.pc = ip;
+	uc->uc_mcontext.sp = sp;
+	uc->uc_mcontext.regs[29] = bp;
+	*home = (uintptr_t)&uc->uc_mcontext.regs[29];
+#endif
+}
+
+/* Whether ra, the return address's location in a frame whose CFA is cfa,
+ * is in the frame: x86-64's call pushes it at CFA - 8; aarch64 saves x30
+ * in its frame, at the bottom of it (GCC puts the frame record below the
+ * locals), within 32 KiB of the CFA. */
+static int ra_ok(const unw_save_loc_t *ra, uintptr_t cfa)
+{
+	if (ra->type != UNW_SLT_MEMORY)
+		return 0;
+#if defined(__x86_64__)
+	return ra->u.addr == cfa - 8;
+#else
+	uintptr_t d = cfa - (uintptr_t)ra->u.addr;
+	return d >= 8 && d <= 32768 && d % 8 == 0;
+#endif
 }
 
 /* Apply row to made-up registers: RSP = s, RBP = b, the others inside
@@ -129,14 +170,13 @@ static void made_up(ucontext_t *uc, uintptr_t ip, uintptr_t sp, uintptr_t bp)
 static int probe_row(const void *row, uintptr_t ip, uintptr_t s, uintptr_t b, uintptr_t *cfa,
 		     unw_save_loc_t *ra, unw_save_loc_t *rbp, uintptr_t *rbp_home)
 {
-	ucontext_t uc;
+	unw_context_t uc;
 	unw_cursor_t p;
 	unw_word_t v;
-	made_up(&uc, ip, s, b);
-	*rbp_home = (uintptr_t)&uc.uc_mcontext.gregs[REG_RBP];
+	made_up(&uc, ip, s, b, rbp_home);
 	if (unw_init_local(&p, &uc) < 0 || unw_apply_reg_state(&p, (void *)row) <= 0 ||
-	    unw_get_reg(&p, UNW_REG_SP, &v) < 0 || unw_get_save_loc(&p, UNW_X86_64_RIP, ra) < 0 ||
-	    unw_get_save_loc(&p, UNW_X86_64_RBP, rbp) < 0)
+	    unw_get_reg(&p, UNW_REG_SP, &v) < 0 || unw_get_save_loc(&p, UNW_RA, ra) < 0 ||
+	    unw_get_save_loc(&p, UNW_FP, rbp) < 0)
 		return -1;
 	*cfa = (uintptr_t)v;
 	return 0;
@@ -162,10 +202,10 @@ static void scratch_fill(void)
 static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t bp, uintptr_t ip,
 			   const void *row)
 {
-	struct rule r = { 0, 0, RULE_NONE, 0, NO_ROW };
+	struct rule r = { 0, 0, RULE_NONE, -1, NO_ROW };
 	unw_word_t cfa;
 	unw_save_loc_t l;
-	if (a == 0 || (a > 0 && unw_get_save_loc(after, UNW_X86_64_RBP, &l) == 0 &&
+	if (a == 0 || (a > 0 && unw_get_save_loc(after, UNW_FP, &l) == 0 &&
 		       l.type == UNW_SLT_NONE)) {
 		r.kind = RULE_END;        /* the walk stops here, as unw_step does */
 		return r;
@@ -178,7 +218,7 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 	scratch_fill();
 	uintptr_t lo = (uintptr_t)scratch, hi = lo + sizeof scratch - 64;
 	int kind = RULE_NONE, saved = 0;
-	int64_t rbp_off = 0;
+	int64_t rbp_off = 0, ra_off = -8;
 	for (int k = 0; k < 2; k++) {
 		/* the two candidate CFAs differ by 64 + 64k bytes */
 		uintptr_t s = lo + 256 + 128 * (uintptr_t)k;
@@ -194,8 +234,10 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 		if (kk == RULE_NONE || (k && kk != kind))
 			return r;
 		kind = kk;
-		if (ra.type != UNW_SLT_MEMORY || ra.u.addr != got - 8 || rbp.type != UNW_SLT_MEMORY)
+		if (!ra_ok(&ra, got) || rbp.type != UNW_SLT_MEMORY ||
+		    (k && (int64_t)(ra.u.addr - got) != ra_off))
 			return r;
+		ra_off = (int64_t)(ra.u.addr - got);
 		int sv = rbp.u.addr != home;
 		int64_t off = sv ? (int64_t)(rbp.u.addr - got) : 0;
 		if (sv && (off < INT16_MIN || off > -8))
@@ -213,6 +255,15 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 	r.kind = (uint8_t)kind;
 	r.cfa_off = (int16_t)(kind == RULE_SP ? osp : obp);
 	r.rbp_off = (int16_t)(saved ? rbp_off : 0);   /* saved: <= -8 */
+#if defined(__aarch64__)
+	/* x30 beside x29 in the frame record, or within reach of ra_w */
+	if (saved && ra_off == rbp_off + 8)
+		r.ra_w = RA_IN_RECORD;
+	else if (ra_off >= -8 * 127)
+		r.ra_w = (int8_t)(ra_off / 8);
+	else
+		r.kind = RULE_NONE;
+#endif
 	return r;
 }
 
@@ -232,15 +283,14 @@ static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_
 
 /* Whether a row applied to a frame's cursor (a: unw_apply_reg_state's
  * result, after: the cursor) describes a call's frame: the end of the stack,
- * or the return address stored at CFA - 8. */
+ * or the return address stored in the frame (ra_ok). */
 static int row_fits(int a, unw_cursor_t *after)
 {
 	unw_save_loc_t ra;
 	unw_word_t cfa;
 	return a == 0 ||
-	       (a > 0 && unw_get_save_loc(after, UNW_X86_64_RIP, &ra) == 0 &&
-		unw_get_reg(after, UNW_REG_SP, &cfa) == 0 && ra.type == UNW_SLT_MEMORY &&
-		ra.u.addr == cfa - 8);
+	       (a > 0 && unw_get_save_loc(after, UNW_RA, &ra) == 0 &&
+		unw_get_reg(after, UNW_REG_SP, &cfa) == 0 && ra_ok(&ra, (uintptr_t)cfa));
 }
 
 /* The row of ip from its FDE into tmp (c: a cursor at the frame; iterating
@@ -338,14 +388,14 @@ static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
 	unw_word_t sp = 0, bp = 0;
 	*a = -2;
 	if (fetch_row(c, ip, tmp) && unw_get_reg(c, UNW_REG_SP, &sp) == 0 &&
-	    unw_get_reg(c, UNW_X86_64_RBP, &bp) == 0) {
+	    unw_get_reg(c, UNW_FP, &bp) == 0) {
 		*a = unw_apply_reg_state(c, tmp);
 		if (row_fits(*a, c))
 			row = tmp;
 	}
 	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return row;
-	struct rule rule = { 0, 0, RULE_NONE, 0, NO_ROW };
+	struct rule rule = { 0, 0, RULE_NONE, -1, NO_ROW };
 	if (row != no_row)
 		rule = rule_of(c, *a, (uintptr_t)sp, (uintptr_t)bp, ip, row);
 	row = keep(ip, row, rule);
@@ -366,11 +416,12 @@ int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
 {
 	if (table_full() || __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return 0;
-	ucontext_t uc;
+	unw_context_t uc;
 	unw_cursor_t c;
 	unsigned char row[ROW_BYTES] __attribute__((aligned(16)));
+	uintptr_t home;
 	scratch_fill();
-	made_up(&uc, ip, sp, bp);
+	made_up(&uc, ip, sp, bp, &home);
 	if (!ha_frame_slot_at(ip) && unw_init_local(&c, &uc) >= 0 && fetch_row(&c, ip, row)) {
 		int a = unw_apply_reg_state(&c, row);
 		if (row_fits(a, &c)) {
@@ -408,6 +459,7 @@ __attribute__((noinline)) int ha_frame_fast_trace(void **buf, int size, void *fi
 		return -1;
 	int n = unw_backtrace(tmp, size + 4);
 	ha_unw_trace_end(probe);
+	ha_trace_norm(tmp, n);
 	return from_first(buf, size, tmp, n, first);
 }
 
@@ -451,7 +503,7 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 		if (a <= 0)
 			break;
 		unw_save_loc_t rbp;
-		if (unw_get_save_loc(&c, UNW_X86_64_RBP, &rbp) < 0 || rbp.type == UNW_SLT_NONE)
+		if (unw_get_save_loc(&c, UNW_FP, &rbp) < 0 || rbp.type == UNW_SLT_NONE)
 			break;
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip < 0x4000)
 			break;

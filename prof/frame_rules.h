@@ -24,10 +24,35 @@
 #define NO_ROW 0xffffu
 
 enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
-/* One IP's rule: CFA = (RSP or RBP, by kind) + cfa_off, the return address
- * at CFA - 8, RBP saved at CFA + rbp_off (rbp_off <= -8) or kept (0); row:
- * the index of its DWARF row in frame_rules.c, NO_ROW for none. */
-struct rule { int16_t cfa_off, rbp_off; uint8_t kind, pad; uint16_t row; };
+/* One IP's rule: CFA = (SP or the frame pointer, by kind) + cfa_off, the
+ * return address at CFA + 8 * ra_w, the frame pointer saved at CFA +
+ * rbp_off (rbp_off <= -8) or kept (0); row: the index of its DWARF row in
+ * frame_rules.c, NO_ROW for none.  The frame pointer is RBP on x86-64 and
+ * x29 on aarch64 (named rbp, bp here for both).  ra_w is always -1 on
+ * x86-64, where the walk reads CFA - 8 without it; on aarch64
+ * RA_IN_RECORD says x30 is in the frame record, the word after x29 (GCC
+ * puts the record at the frame's bottom, below the locals, so it may be
+ * kilobytes below the CFA). */
+struct rule { int16_t cfa_off, rbp_off; uint8_t kind; int8_t ra_w; uint16_t row; };
+#define RA_IN_RECORD 0
+
+/* Where a frame's return address is (x86-64: CFA - 8, a constant). */
+#if defined(__aarch64__)
+#define RULE_RA_AT(cfa, r)                                                                  \
+	((r).ra_w != RA_IN_RECORD ? (cfa) + (uintptr_t)(intptr_t)(r).ra_w * 8                 \
+				  : (cfa) + (uintptr_t)(intptr_t)(r).rbp_off + 8)
+#else
+#define RULE_RA_AT(cfa, r) ((cfa) - 8)
+#endif
+/* The caller's SP at its call of the function whose frame pointer is fp:
+ * on x86-64 RBP's push and the call are the two words above fp; aarch64's
+ * frame record may sit anywhere in the frame, so it is the compiler's CFA
+ * (cfa: __builtin_dwarf_cfa() in that function). */
+#if defined(__aarch64__)
+#define HA_CALLER_SP(fp, cfa) ((uintptr_t)(cfa))
+#else
+#define HA_CALLER_SP(fp, cfa) ((uintptr_t)((fp) + 2))
+#endif
 struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
 /* One size of the table: its slots, and the mask that takes a slot's index
  * from the top LAST_BITS bits of an IP's hash (a fixed shift: one
@@ -166,10 +191,10 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 			bp = *(const uintptr_t *)pend_at;
 			bp_state = 1;
 		}
-		ip = *(const uintptr_t *)(cfa - 8);
+		ip = *(const uintptr_t *)RULE_RA_AT(cfa, r);
 		sp = cfa;
 		if (rec)
-			memo_read(rec, cfa - 8, ip, ip >= 0x4000);
+			memo_read(rec, RULE_RA_AT(cfa, r), ip, ip >= 0x4000);
 		if (HA_UNLIKELY(ip < 0x4000))
 			break;
 	}
@@ -183,13 +208,29 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 }
 
 /* A walk from fp (a frame pointer: the caller's RBP, then the return
- * address) by the rules learned so far: the frame count, or -1 when a frame
- * has no rule or was never met. */
+ * address; cfa: that frame's CFA, see HA_CALLER_SP) by the rules learned
+ * so far: the frame count, or -1 when a frame has no rule or was never
+ * met. */
 static inline __attribute__((always_inline)) int rule_walk_from(void **buf, int size,
-								const uintptr_t *fp)
+								const uintptr_t *fp, const void *cfa)
 {
-	struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
+	struct walk w = { fp[1], HA_CALLER_SP(fp, cfa), fp[0], 0 };
 	return rule_walk(buf, size, &w, NULL) == WALK_DONE ? w.n : -1;
+}
+
+/* libunwind's aarch64 trace (unw_backtrace) gives each caller's frame as
+ * its return address - 1; the rules, the rows and x86-64's trace give the
+ * return address.  Instructions are 4-byte aligned there, so rounding up
+ * to 4 gives it back, and leaves an exact PC (a signal's) as it is. */
+static inline void ha_trace_norm(void **buf, int n)
+{
+#if defined(__aarch64__)
+	for (int i = 0; i < n; i++)
+		buf[i] = (void *)(((uintptr_t)buf[i] + 3) & ~(uintptr_t)3);
+#else
+	(void)buf;
+	(void)n;
+#endif
 }
 
 /* ---- frame_rules.c ------------------------------------------------------- */

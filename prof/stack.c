@@ -217,9 +217,14 @@ void ha_stack_calibrate_frame(void)
 	int probe[2];
 	if (!ha_unw_trace_begin(probe))
 		return;
+	/* what libunwind allocates or maps in the trace and the lookups is
+	 * its own, never a sample (aarch64's searches .debug_frame, reading
+	 * /proc/self/maps into a fresh mapping: counted, it would calibrate
+	 * again, and again) */
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
 	in_frame = 1;
 	int n = unw_backtrace(raw, 64);
-	in_frame = 0;
 	ha_unw_trace_end(probe);
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
@@ -228,6 +233,8 @@ void ha_stack_calibrate_frame(void)
 		if (function_range(pc, &lo, &hi))
 			add_range(lo, hi);
 	}
+	in_frame = 0;
+	ha_prof_busy = busy;
 }
 
 __attribute__((noinline)) static void probe(int maps)
@@ -374,10 +381,10 @@ static HA_TLS int from_memo;
 
 /* The last walk again into buf if this one, from fp's frame and of size
  * frames, is that walk: its frame count, else -1. */
-static inline int replay(void **buf, int size, const uintptr_t *fp)
+static inline int replay(void **buf, int size, const uintptr_t *fp, uintptr_t sp)
 {
 	const struct walk_memo *m = &memo;
-	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != (uintptr_t)(fp + 2) ||
+	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != sp ||
 	    m->size != size || (m->need_bp && m->bp0 != fp[0]))
 		return -1;
 	const struct walk_read *r = m->rd, *e = r + m->nreads;
@@ -402,6 +409,7 @@ static inline int replay(void **buf, int size, const uintptr_t *fp)
 static int stack_unwind(void **buf, int size)
 {
 	const uintptr_t *fp = __builtin_frame_address(0);
+	const uintptr_t sp = HA_CALLER_SP(fp, __builtin_dwarf_cfa());
 	from_memo = 0;
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
@@ -409,7 +417,7 @@ static int stack_unwind(void **buf, int size)
 	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
 	if (HA_LIKELY(!__atomic_load_n(&ha_frame_rows_off, __ATOMIC_RELAXED)) &&
 	    (HA_LIKELY(walks++ % RECHECK) || rows_valid_gated())) {
-		int n = replay(buf, size, fp);
+		int n = replay(buf, size, fp, sp);
 		if (n >= 0) {
 			from_memo = 1;
 #ifdef HA_TESTING
@@ -417,7 +425,7 @@ static int stack_unwind(void **buf, int size)
 #endif
 			return n;
 		}
-		struct walk w = { fp[1], (uintptr_t)(fp + 2), fp[0], 0 };
+		struct walk w = { fp[1], sp, fp[0], 0 };
 		/* the first walk notes what it reads; one that had to learn
 		 * a frame is noted at its next time, all known then */
 		int st = rule_walk(buf, size, &w, &memo);

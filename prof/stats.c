@@ -135,19 +135,21 @@ static int owned(const ha_proc_mem *m, uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
-/* Resident bytes of [lo, hi), page-aligned, by mincore. */
+/* Resident bytes of [lo, hi), page-aligned, by mincore (a byte a kernel
+ * page: 4 KiB, or 16 or 64 KiB on arm64). */
 static uint64_t resident(uintptr_t lo, uintptr_t hi)
 {
 	unsigned char v[4096];
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	uint64_t n = 0;
 	while (lo < hi) {
-		size_t len = hi - lo < sizeof v * 4096 ? hi - lo : sizeof v * 4096;
+		size_t len = hi - lo < sizeof v * pg ? hi - lo : sizeof v * pg;
 		if (mincore((void *)lo, len, v) == 0)
-			for (size_t i = 0; i < len / 4096; i++)
+			for (size_t i = 0; i < len / pg; i++)
 				n += v[i] & 1;
 		lo += len;
 	}
-	return n * 4096;
+	return n * pg;
 }
 
 /* A mapping inside one of mimalloc's ranges counts by its Rss; one that

@@ -3,6 +3,8 @@
 # print exactly what they print without it: sort, awk (associative arrays)
 # and sh itself, on a generated input of 200000 lines.  Each tool that is
 # missing is left out; with none at all the test skips.  Env: HA_LIB.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "it preloads the arm64 library into this machine's x86-64 programs (sort, awk, sh)"
 lib=${HA_LIB:-}
 [ -n "$lib" ] && [ -f "$lib" ] || { echo "HARD ERROR: HA_LIB='$lib' is not a file"; exit 99; }
 tmp=${TMPDIR:-/tmp}/alloc_programs.$$

@@ -5,6 +5,8 @@
 # reports, through ctypes, whether heapalloc is loaded, so the preloaded run
 # is known to have used it.  PYTHONMALLOC=malloc sends every Python object
 # through malloc, not only the big ones.  Skips (77) without python3.  Env: HA_LIB, PYTHON3.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "it preloads the arm64 library into this machine's x86-64 python3"
 lib=${HA_LIB:-}
 py=${PYTHON3:-}
 [ -n "$py" ] || py=$(command -v python3 2>/dev/null)

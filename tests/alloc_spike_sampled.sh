@@ -3,6 +3,8 @@
 # started, in the state every process runs in: the always-on sampling on.
 # (The harness switches it off for tests/alloc_*, which measure the
 # allocator alone; this one takes that away again.)
+. "$top_srcdir/tests/emu.sh"
+emu_skip "the process's RSS and threads are qemu-user's too"
 unset HEAP_PROFILE_SAMPLE_INTERVAL
 b=${top_builddir:-.}/tests
 rc=0

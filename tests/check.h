@@ -40,6 +40,15 @@ static inline void ck_fail(const char *file, int line, const char *what,
 #define CHECK_LE(a, b) CK_CMP(a, <=, b)
 #define REQUIRE(c) do { if (!(c)) { ck_fail(__FILE__, __LINE__, #c, 0, 0, 0, 0); exit(1); } } while (0)
 #define SKIP(msg) do { fprintf(stderr, "SKIP: %s\n", msg); exit(EXIT_SKIP); } while (0)
+/* Under an emulator (HA_EMULATED, Makefile.am): the string, else NULL. */
+static inline const char *ck_emulated(void)
+{
+	const char *e = getenv("HA_EMULATED");
+	return e && *e ? e : NULL;
+}
+/* Skip, saying why, when what the test measures is the emulator's. */
+#define EMU_SKIP(why) do { if (ck_emulated()) { \
+	fprintf(stderr, "SKIP: %s: %s\n", ck_emulated(), why); exit(EXIT_SKIP); } } while (0)
 #define HARD_ERROR(msg) do { fprintf(stderr, "%s:%d: HARD ERROR: %s\n", __FILE__, __LINE__, msg); \
 	exit(EXIT_HARD); } while (0)
 /* End of main: 0 when every check passed. */

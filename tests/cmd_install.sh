@@ -39,7 +39,9 @@ eq "check: status" $? 0
 grep -q "^$tmp/w/l.0001.heap: ok (" "$tmp/c.out" || fail "check: $(cat "$tmp/c.out")"
 
 # run: the staged library, found beside the staged script
-as_nobody "$bin" run -o "$tmp/w/e" -- env >"$tmp/r.out" 2>"$tmp/r.err"
+. "$top_srcdir/tests/emu.sh"
+envp=$(emu_prog env "$tmp/w") || { echo "HARD ERROR: no env stand-in"; exit 99; }
+as_nobody "$bin" run -o "$tmp/w/e" -- "$envp" >"$tmp/r.out" 2>"$tmp/r.err"
 eq "run: status" $? 0
 lib=$(grep '^LD_PRELOAD=' "$tmp/r.out" | sed 's/^LD_PRELOAD=//')
 case $lib in "$D"/*/libheapalloc.so*) ;; *) fail "run: preloaded '$lib', not the staged library" ;; esac

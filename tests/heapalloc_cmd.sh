@@ -59,10 +59,12 @@ eq "SIGABRT" $? 134
 # linked with heapalloc (env, which leaves by exit()) profiled ----
 # (HEAPPROFILE_USE_PID=1 is the library's own, for descendants: docs/heap-profile-spec.md §6)
 mkdir "$tmp/e"
+. "$top_srcdir/tests/emu.sh"
+envp=$(emu_prog env "$tmp") || { echo "HARD ERROR: no env stand-in"; exit 99; }
 mod="$top_builddir/tests/.libs/prof_dlmod.so"
 [ -f "$mod" ] || { echo "missing $mod"; exit 99; }
 LD_PRELOAD="$mod" "$H" run -o "$tmp/e/p" --sample 1 --every-alloc 64M --inuse=1G --time 5 \
-	--signal USR2 --format both -- env >"$tmp/e.out" 2>"$tmp/e.err"
+	--signal USR2 --format both -- "$envp" >"$tmp/e.out" 2>"$tmp/e.err"
 eq "env: status" $? 0
 # (not run's: the harness sets HEAP_PROFILE_TIMELINE_MS=0 for every test,
 # and the profiled program marks its descendants with HEAPALLOC_PROFILE_ROOT)

@@ -14,7 +14,12 @@ fill alloc_objects 4 21
 main alloc_space 4 8388604
 END
 same_numbers "$tmp/p.0001.heap" "$tmp/p.0001.pb.gz"
-if have_perl; then
+# (not for an aarch64 build: the perl pprof drops fill, the outer function
+# of the chain addr2line -i gives for its call site, there; Go pprof and
+# heapalloc-symbolize below name it)
+if [ "$(sed -n 's/^host_cpu = //p' "$top_builddir/Makefile")" = aarch64 ]; then
+	echo "google-pprof fill not checked: aarch64 build"
+elif have_perl; then
 	eq "google-pprof fill" "$(perl_count "$tmp/p.0001.heap" "$tmp/bin/names_cxx" fill alloc_objects 4)" 21
 fi
 symbolize "$tmp/p.0001.heap" "$tmp/from_text.pb.gz"

@@ -5,6 +5,8 @@
 # p_vaddr - p_offset = 0x1000, the layout Go pprof 1.19 misplaces by a page
 # (it then names drop_in_place, handle_alloc_error, from_iter_in_place).
 # Release builds carry no DWARF: names come from the symbol table.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
 . "$top_srcdir/tests/names_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
 [ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }

@@ -9,7 +9,9 @@
 # interval free blocks that were not sampled.
 . "$top_srcdir/tests/prof_lib.sh"
 P="$top_builddir/tests/prof_gperf"
-TC=${TCMALLOC_LIB:-/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4}
+# the library's architecture's (a cross build's is not this machine's)
+cpu=$(sed -n 's/^host_cpu = //p' "$top_builddir/Makefile")
+TC=${TCMALLOC_LIB:-/usr/lib/${cpu:-x86_64}-linux-gnu/libtcmalloc.so.4}
 [ -f "$TC" ] || { echo "SKIP: $TC not found (libgoogle-perftools4)"; exit 77; }
 lib=${HA_LIB:-}
 [ -n "$lib" ] && [ -f "$lib" ] || { echo "HARD ERROR: HA_LIB='$lib' is not a file"; exit 99; }

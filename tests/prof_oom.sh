@@ -3,6 +3,8 @@
 # that fraction of a limit, before the process dies of it.  RLIMIT_AS set
 # here with ulimit -v (compared with the address space); a cgroup v2 child
 # group with memory.max when this machine lets the test make one.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "RLIMIT_AS caps qemu-user's own reservations, and the process's thread count includes qemu-user's"
 . "$top_srcdir/tests/prof_lib.sh"
 export HEAP_PROFILE_INUSE_INTERVAL=0   # the file lists below: no other dumps
 LIM_KB=400000                          # 390 MB of address space

@@ -39,6 +39,10 @@ eq "both: files" "$(ls "$tmp/b" | grep -Ev '\.(log|stats)$' | tr '\n' ' ')" \
 eq "both: pprof peak a" "$(flat inuse_space "$tmp/b/p.peak.pb.gz" peak_site_a)" $((40 * MIB))
 
 # a fork child peaks: its own PREFIX_PID.peak.heap; the parent has none
+# (not under qemu-user 7.2, which aborts in a fork of a threaded process)
+if [ -n "${HA_EMULATED:-}" ]; then
+	echo "fork case not run: $HA_EMULATED aborts in a fork of a threaded process"
+else
 mkdir "$tmp/f"
 HEAPPROFILE="$tmp/f/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_PEAK_INTERVAL=1 \
 	"$W" fork 40 5 2>"$tmp/f.err" || fail "fork: exited $?"
@@ -46,6 +50,7 @@ kid=$(ls "$tmp/f" | sed -n 's/^p_\([0-9]*\)\.peak\.heap$/\1/p')
 [ -n "$kid" ] || fail "fork: no child peak file: $(ls "$tmp/f" | tr '\n' ' ')"
 [ -n "$kid" ] && eq "fork: child peak a" "$(flat inuse_space "$tmp/f/p_$kid.peak.heap" peak_site_a)" $((40 * MIB))
 [ -e "$tmp/f/p.peak.heap" ] && fail "fork: the parent wrote a peak it never had"
+fi
 
 # header FILE — the in-use bytes of a text profile's header (raw sums)
 header() { awk 'NR == 1 { print $4; exit }' "$1"; }

@@ -8,6 +8,8 @@
 # where: with N = 60M over six steps (144 MiB) the first dump comes at
 # 60-72 MiB of growth, the second more than 60 MiB after that (by 144 at
 # the latest), a third would need more than 180.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "it counts the process's threads, and qemu-user runs one of its own in it"
 . "$top_srcdir/tests/prof_lib.sh"
 
 # count WHAT ERRFILE REGEX WANT — exact number of stderr lines, the whole

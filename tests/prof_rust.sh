@@ -3,6 +3,8 @@
 # panics because the environment was made non-UTF-8.  Build a std-only
 # program with rustc (offline), run it with heapalloc preloaded under
 # HEAPPROFILE: parent and child run clean and both write profiles.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
 . "$top_srcdir/tests/prof_lib.sh"
 RUSTC=$(command -v rustc || true)
 [ -z "$RUSTC" ] && [ -n "${CARGO:-}" ] && [ -x "$(dirname "$CARGO")/rustc" ] && RUSTC="$(dirname "$CARGO")/rustc"

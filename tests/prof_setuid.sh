@@ -3,6 +3,8 @@
 # and HEAP_PROFILE_HTTP with a warning, serving nothing
 # (docs/heap-profile-spec.md §5).  Needs root (to make a setuid copy) and setpriv (to run it as
 # nobody); skips otherwise, or when the temp dir is mounted nosuid.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "binfmt_misc runs a setuid program with its caller's credentials"
 . "$top_srcdir/tests/prof_lib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root"; exit 77; }
 SETPRIV=$(command -v setpriv || true)

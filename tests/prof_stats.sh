@@ -6,6 +6,8 @@
 # none.  The rss.* lines add up to RSS and explain >= 95% of it there, after
 # a 300 MB spike of large, small and huge blocks, and with 32 threads'
 # stacks.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "the process's RSS and mappings are qemu-user's too"
 PROF_WORK="$top_builddir/tests/prof_peak"
 . "$top_srcdir/tests/prof_lib.sh"
 MIB=1048576

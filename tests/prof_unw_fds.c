@@ -21,9 +21,15 @@
 
 /* nocfi_call(n, fn): fn(n) through a frame of bare assembly */
 void nocfi_call(size_t n, void (*fn)(size_t));
+#if defined(__aarch64__)
+__asm__(".text\n.globl nocfi_call\n.type nocfi_call,%function\nnocfi_call:\n"
+	"\tstp x29, x30, [sp, #-16]!\n\tmov x29, sp\n\tblr x1\n\tldp x29, x30, [sp], #16\n\tret\n"
+	".size nocfi_call, .-nocfi_call\n");
+#else
 __asm__(".text\n.globl nocfi_call\n.type nocfi_call,@function\nnocfi_call:\n"
 	"\tpush %rbp\n\tmov %rsp, %rbp\n\tcall *%rsi\n\tpop %rbp\n\tret\n"
 	".size nocfi_call, .-nocfi_call\n");
+#endif
 
 static void *volatile sink;
 

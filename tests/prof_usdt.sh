@@ -21,6 +21,8 @@
 # checks, the sample count the session's).
 # Skips (77) when not root, without bpftrace, where the kernel refuses BPF,
 # or when the library was built without <sys/sdt.h>.  Env: HA_LIB, top_builddir.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "uprobes never fire in code that qemu-user translates"
 lib=${HA_LIB:-}
 prog=${top_builddir:-.}/tests/prof_usdt
 [ -n "$lib" ] && [ -f "$lib" ] || { echo "HARD ERROR: HA_LIB='$lib' is not a file"; exit 99; }

@@ -19,7 +19,8 @@ if ! grep -q '^HA_USDT_CPPFLAGS = -DHA_USDT=1' "$mk"; then
 	echo "ok: configured without probes, and $lib has none"; exit 0
 fi
 status=0
-case $(uname -m) in
+# the library's architecture (a cross build's is not this machine's)
+case $(sed -n 's/^host_cpu = //p' "$mk") in
 x86_64) want_alloc='8@%rdi 8@%rsi 8@%rdx' want_free='8@%rdi' ;;
 aarch64) want_alloc='8@x0 8@x1 8@x2' want_free='8@x0' ;;
 *) want_alloc= want_free= ;;

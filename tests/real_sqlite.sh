@@ -11,6 +11,8 @@
 # shrunk; later ones 95.6-99.9%);
 # the timeline starts within the first 300 ms, in time order, with a row
 # at the peak copy.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "it preloads the arm64 library into this machine's x86-64 sqlite3"
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
 SQLITE=$(command -v sqlite3 || true)

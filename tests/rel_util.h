@@ -364,9 +364,17 @@ static inline void *rel_watchdog_main(void *arg)
 static inline void rel_watchdog(unsigned seconds, const char *what)
 {
 	pthread_t t;
+	sigset_t all, old;
 	rel_watchdog_what = what;
 	rel_watchdog_fd = dup(2);
+	/* the thread starts with every signal blocked: the test's own (a
+	 * SIGALRM timer) go to its threads, and never cut the sleep short
+	 * (sleep rounds what is left down; qemu-user hands a process's
+	 * signals to whichever thread it likes) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_create(&t, NULL, rel_watchdog_main, (void *)(uintptr_t)seconds);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_detach(t);
 }
 /* Capture our own stderr in memory through a pipe drained by a thread (a

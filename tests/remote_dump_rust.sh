@@ -10,6 +10,8 @@
 # (heapalloc::stats()) to the byte, and Rust names (remote_sites::site_big)
 # with file:line in remote_sites.rs.  The program's exit status stays 0 and
 # it writes nothing but its READY file.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
 . "$top_srcdir/tests/prof_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
 [ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }

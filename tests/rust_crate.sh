@@ -6,6 +6,8 @@
 # HEAPPROFILE, the program checks its 8 MiB Vec in stats(), dump("x")'s
 # file, the peak of a 12 MiB Vec already dropped, start/stop/running; here:
 # what it links, its exit status and the files it leaves.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
 . "$top_srcdir/tests/prof_lib.sh"
 # the version is written once, in configure.ac's AC_INIT: the crate's
 # Cargo.toml repeats it (cargo cannot read it from elsewhere), checked here

@@ -9,6 +9,8 @@
 # The program itself checks alignment, contents and pprof_heap's errors.
 # Also: build.rs names HEAPALLOC_LIB_DIR and PKG_CONFIG_PATH when it finds
 # no library.
+. "$top_srcdir/tests/emu.sh"
+emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
 . "$top_srcdir/tests/prof_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
 [ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }

@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 
 #include "prof/prof.h"
+#include "prof/frame_rules.h"   /* ha_trace_norm */
 #include "tests/check.h"
 
 /* stand-in for alloc/ (this program is not linked with the library) */
@@ -31,6 +32,7 @@ void ha_alloc_call_back_next(void)
 {
 }
 HA_TLS unsigned ha_locks_held;
+HA_TLS int ha_prof_busy;        /* hooks.c's re-entrancy guard (stack.c's calibration) */
 
 #define N HA_STACK_RAW
 #define THREADS 24
@@ -55,6 +57,7 @@ __attribute__((noinline)) static void compare(int first)
 	int na = ha_stack_unwind(a, N);
 	long f1 = minflt();
 	int nb = unw_backtrace(b, N);
+	ha_trace_norm(b, nb);
 	pthread_mutex_lock(&lock);
 	compared++;
 	if (na != nb || na < 4 || memcmp(a + 1, b + 1, (size_t)(na - 1) * sizeof *a) != 0) {
@@ -204,9 +207,13 @@ int main(void)
 	CHECK_EQ(compared, THREADS * 4);
 	CHECK_EQ(differed, 0);
 	/* the fast trace's table is 256 KiB (64 pages); the rows fault in at
-	 * most a page of stack */
+	 * most a page of stack.  Under qemu-user a thread's faults are the
+	 * emulator's too (code it translates): page counts are not checked */
+	const char *emu = ck_emulated();
+	if (emu)
+		fprintf(stderr, "page faults not checked: %s\n", emu);
 	CHECK_GE(first_faults_max, 0);
-	CHECK_LE(first_faults_max, 8);
+	CHECK(emu || first_faults_max <= 8);
 
 	signal(SIGUSR2, on_async);
 	async_signals(20, 30);
@@ -216,7 +223,7 @@ int main(void)
 	pthread_t t;
 	REQUIRE(pthread_create(&t, NULL, long_lived, NULL) == 0);
 	pthread_join(t, NULL);
-	CHECK_LE(fast_faults_max, 8);
+	CHECK(emu || fast_faults_max <= 8);
 
 	/* after a dlclose that unloads a glibc library this process has not
 	 * loaded (a sanitizer runtime may map libm), a fresh thread's first
@@ -242,7 +249,7 @@ int main(void)
 	first_faults_max = -1;
 	REQUIRE(pthread_create(&t, NULL, thread, (void *)2L) == 0);
 	pthread_join(t, NULL);
-	CHECK_GE(first_faults_max, 32);
+	CHECK(emu || first_faults_max >= 32);
 	CHECK_EQ(differed, 0);
 	return CHECK_DONE();
 }

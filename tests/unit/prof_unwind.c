@@ -30,6 +30,7 @@
 
 void ha_alloc_call_back_next(void) {}
 HA_TLS unsigned ha_locks_held;
+HA_TLS int ha_prof_busy;        /* hooks.c's re-entrancy guard (stack.c's calibration) */
 
 #define N 64
 
@@ -51,8 +52,9 @@ static __attribute__((noinline)) void capture(int want_rules, int expect_none)
 {
 	void *lib[N], *hook[N], *rules[N];
 	int nh = ha_stack_unwind(hook, N);             /* learns what it meets */
-	int nr = rule_walk_from(rules, N, __builtin_frame_address(0));
+	int nr = rule_walk_from(rules, N, __builtin_frame_address(0), __builtin_dwarf_cfa());
 	int nl = unw_backtrace(lib, N);
+	ha_trace_norm(lib, nl);
 	__asm__ volatile("" ::: "memory");
 	REQUIRE(nl > 2 && nh > 1);
 	/* lib[0] and hook[0] are two call sites in here; from the caller on
