@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "prof/heapsort.h"
 #include "prof/prof.h"
 
 uint64_t ha_age_now(void)
@@ -86,40 +87,12 @@ uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum
 	return (uint64_t)(b - a);
 }
 
-/* By bucket, then by time (oldest first): a heap sort, in place (no
+/* By bucket, then by time (oldest first), for ha_heapsort (no
  * allocation: a dump runs under the profiler's locks). */
-static int before(const ha_agent *x, const ha_agent *y)
+static int before(const void *xv, const void *yv)
 {
+	const ha_agent *x = xv, *y = yv;
 	return x->idx != y->idx ? x->idx < y->idx : x->t < y->t;
-}
-
-static void sift(ha_agent *v, size_t i, size_t n)
-{
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			return;
-		if (c + 1 < n && before(&v[c], &v[c + 1]))
-			c++;
-		if (!before(&v[i], &v[c]))
-			return;
-		ha_agent x = v[i];
-		v[i] = v[c];
-		v[c] = x;
-		i = c;
-	}
-}
-
-static void sort_ages(ha_agent *v, size_t n)
-{
-	for (size_t i = n / 2; i-- > 0;)
-		sift(v, i, n);
-	for (size_t k = n; k-- > 1;) {
-		ha_agent x = v[0];
-		v[0] = v[k];
-		v[k] = x;
-		sift(v, 0, k);
-	}
 }
 
 int ha_ages_take(ha_ages *a)
@@ -136,7 +109,7 @@ int ha_ages_take(ha_ages *a)
 	a->now = ha_age_now();
 	size_t n = ha_objmap_ages(a->v, cap);
 	a->n = n < cap ? n : cap;
-	sort_ages(a->v, a->n);
+	ha_heapsort(a->v, a->n, sizeof *a->v, before);
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "prof/leakscan.h"
+#include "prof/heapsort.h"
 
 typedef struct state {
 	ha_leak_scan *s;
@@ -37,39 +38,11 @@ typedef struct state {
 	int memfd;
 } state;
 
-static int before(const ha_leak_block *x, const ha_leak_block *y)
+/* By address, for ha_heapsort. */
+static int before(const void *xv, const void *yv)
 {
+	const ha_leak_block *x = xv, *y = yv;
 	return x->lo < y->lo;
-}
-
-/* A heap sort by address (no allocation). */
-static void sift(ha_leak_block *v, size_t i, size_t n)
-{
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			return;
-		if (c + 1 < n && before(&v[c], &v[c + 1]))
-			c++;
-		if (!before(&v[i], &v[c]))
-			return;
-		ha_leak_block x = v[i];
-		v[i] = v[c];
-		v[c] = x;
-		i = c;
-	}
-}
-
-static void sort_blocks(ha_leak_block *v, size_t n)
-{
-	for (size_t i = n / 2; i-- > 0;)
-		sift(v, i, n);
-	for (size_t k = n; k-- > 1;) {
-		ha_leak_block x = v[0];
-		v[0] = v[k];
-		v[k] = x;
-		sift(v, 0, k);
-	}
 }
 
 /* The candidate holding address v, or NULL. */
@@ -326,7 +299,7 @@ int ha_leak_run(ha_leak_scan *s, int pid, int memfd)
 	s->bytes = 0;
 	if (!s->n)
 		return 0;
-	sort_blocks(s->b, s->n);
+	ha_heapsort(s->b, s->n, sizeof *s->b, before);
 	st->gmin = s->b[0].lo;
 	for (size_t i = 0; i < s->n; i++) {
 		s->b[i].marked = 0;
