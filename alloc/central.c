@@ -46,7 +46,8 @@
  * bytes of them, between 16 moves of the largest size (a thread that only
  * frees hands over HA_MOVE_BATCHES batches at a time, and two or more do
  * so at once) and TRANSFER_MAX_OBJS; the array is made on first use.  A
- * class may take all of TRANSFER_BYTES: in a producer/consumer program
+ * class may take all of TRANSFER_BYTES (within ha_keep_cap, the bound all
+ * caches share): in a producer/consumer program
  * the blocks in flight between the freeing and the allocating threads
  * swing by tens of MiB, and past the array they go back to their spans one
  * at a time and come out again the same way (xmalloc-testN: to_span and
@@ -584,14 +585,19 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	ha_span *dead = NULL;
 	unsigned i = 0;
 	uint32_t now = ha_now_ms();
+	/* the transfer arrays are a cache like the span pool: together with
+	 * the others they keep what ha_keep_cap allows, so a freed spike
+	 * comes back at its free */
+	uint64_t held = __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
+	uint64_t limit = to_spans ? 0 : ha_keep_cap(held, TRANSFER_BYTES);
 	ha_lock(&c->lock);
 	if (to_spans != HA_TO_SPANS_IDLE)   /* a scavenged cache's blocks are no use */
 		c->used_at = now;
 	if (!to_spans) {
 		/* into the transfer array, as far as its capacity and the
-		 * bytes of all classes' arrays allow */
+		 * bytes all classes' arrays may keep allow */
 		uint64_t size = ha_class_size[cls];
-		uint64_t room_b = TRANSFER_BYTES - __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
+		uint64_t room_b = limit - __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
 		unsigned cap = xa_cap(c, cls), k = cap - c->nx;
 		if ((int64_t)room_b < 0)
 			room_b = 0;
@@ -604,6 +610,19 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 		c->free_objs += k;
 		__atomic_fetch_add(&transfer_bytes, (uint64_t)k * size, __ATOMIC_RELAXED);
 		i = k;
+		/* over the bound (the bytes in use fell since this array
+		 * filled): this class's part of the excess back to its spans,
+		 * so that a freed spike does not stay here */
+		uint64_t tb = __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
+		if (HA_UNLIKELY(tb > limit) && c->nx) {
+			uint64_t m = (tb - limit + size - 1) / size;
+			if (m > c->nx)
+				m = c->nx;
+			__atomic_fetch_sub(&transfer_bytes, m * size, __ATOMIC_RELAXED);
+			c->free_objs -= m;          /* to_span counts them back */
+			while (m--)
+				to_span(c, c->xa[--c->nx], &dead, 1);
+		}
 	}
 	/* the top of the stack first, as it was pushed last: the oldest
 	 * block ends up first on its span's free list */
