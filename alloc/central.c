@@ -630,6 +630,10 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 		to_span(c, objs[j], &dead, to_spans != HA_TO_SPANS_IDLE);
 	ha_unlock(&c->lock);
 	release_dead(dead, to_spans == HA_TO_SPANS_IDLE);
+	/* cached past the floor: the opt-in purge thread (if enabled) runs,
+	 * as the span pool's puts start it */
+	if (!to_spans && __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
+		ha_purge_kick();
 }
 
 /* Class cls's transfer array back to its spans; with all_empty, also its

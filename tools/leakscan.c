@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -95,11 +96,18 @@ static void stop_all(pid_t pid)
 				continue;
 			}
 			tids[ntids] = t;
+			/* the general registers by regset: the same call on
+			 * x86-64 and aarch64 (PTRACE_GETREGS is x86's) */
 			struct user_regs_struct r;
-			if (ptrace(PTRACE_GETREGS, t, NULL, &r) == 0) {
-				memcpy(regs + nregs, &r, sizeof r);
-				nregs += sizeof r / 8;
+			struct iovec io = { &r, sizeof r };
+			if (ptrace(PTRACE_GETREGSET, t, (void *)(uintptr_t)NT_PRSTATUS, &io) == 0) {
+				memcpy(regs + nregs, &r, io.iov_len);
+				nregs += io.iov_len / 8;
+#if defined(__x86_64__)
 				sps[ntids] = r.rsp;
+#elif defined(__aarch64__)
+				sps[ntids] = r.sp;
+#endif
 			}
 			ntids++;
 			added = 1;
