@@ -20,6 +20,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include "prof/session.h"
 
 HA_TLS struct ha_countdown ha_countdown;
@@ -136,13 +137,18 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
  * counted here and at the free, where every such block comes back). */
 int ha_prof_sampled(void *p, size_t req, size_t size)
 {
-	return sampled(p, req, size, NULL);
+	int e = errno;   /* a successful allocation leaves errno alone, sampled or not */
+	int done = sampled(p, req, size, NULL);
+	errno = e;
+	return done;
 }
 
 uint32_t ha_prof_sampled_kept(void *p, size_t req, size_t size)
 {
 	uint32_t kept = 0;
+	int e = errno;
 	sampled(p, req, size, &kept);
+	errno = e;
 	return kept;
 }
 
