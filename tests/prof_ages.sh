@@ -90,11 +90,7 @@ HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_HTTP=127.0.0.1:0 HEAP_PROFILE_HTTP_A
 	"$W" --wait "$tmp/ready" <"$tmp/in" >"$tmp/w.out" 2>"$tmp/w.err" &
 pid=$!
 exec 7>"$tmp/in"
-i=0
-while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_ready "$tmp/ready" $pid
 f="$tmp/outside.pb.gz"
 timeout 60 "$H" dump $pid -o "$f" 2>"$tmp/dump.err" || fail "outside: dump exited $?: $(cat "$tmp/dump.err")"
 # the reader runs a moment after the program got ready (longer on a busy
@@ -149,11 +145,7 @@ mkfifo "$tmp/in"
 HEAP_PROFILE_SAMPLE_INTERVAL=1 "$W" --grow "$tmp/ready" <"$tmp/in" >"$tmp/g.out" 2>"$tmp/g.err" &
 pid=$!
 exec 7>"$tmp/in"
-i=0
-while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_ready "$tmp/ready" $pid
 timeout 60 "$H" top $pid -n 3 --interval 1.2 --older 1s --rows 50 >"$tmp/gtop.out" 2>"$tmp/gtop.err" ||
 	fail "growing: top exited $?: $(cat "$tmp/gtop.err")"
 g=$(grep '^growing: ' "$tmp/gtop.out" | tail -1)

@@ -23,11 +23,7 @@ mkfifo "$tmp/in"
 HEAP_PROFILE_SAMPLE_INTERVAL=64 "$W" "$tmp/ready" <"$tmp/in" >"$tmp/prog.out" 2>"$tmp/prog.err" &
 pid=$!
 exec 7>"$tmp/in"
-i=0
-while [ ! -s "$tmp/ready" ] && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_ready "$tmp/ready" $pid
 [ -s "$tmp/ready" ] || { fail "the program never got ready: $(cat "$tmp/prog.err")"; finish; }
 
 for mode in running stopped; do

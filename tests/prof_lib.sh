@@ -70,6 +70,16 @@ shape() {
 	return 0
 }
 
+# wait_ready FILE PID — wait up to 10 s for a program started in the
+# background to write FILE (it is ready), while it runs
+wait_ready() {
+	_i=0
+	while [ ! -s "$1" ] && [ $_i -lt 100 ] && kill -0 "$2" 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
 finish() {
 	[ "$fails" -eq 0 ] && { echo "PASS"; exit 0; }
 	echo "$fails failure(s)"
