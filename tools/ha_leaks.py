@@ -69,11 +69,7 @@ def leaks(where, pid, out, stop, fail_status, err):
         text, maps = ha_proc.read_maps(pid)
         mem = ha_proc.Mem(pid)
         try:
-            snap = ha_proc.snapshot(pid, mem, maps)
-            if not snap.root.running:
-                raise ha_proc.ProcError('process %d runs heapalloc %s with sampling off '
-                                        '(HEAP_PROFILE_SAMPLE_INTERVAL=0): no sampled block '
-                                        'to look for' % (pid, snap.root.version))
+            snap = ha_proc.sampling_snapshot(pid, mem, maps, ': no sampled block to look for')
             if snap.ages is None:
                 raise ha_proc.ProcError('process %d runs heapalloc %s, which does not publish '
                                         'its sampled blocks\' addresses' % (pid, snap.root.version))

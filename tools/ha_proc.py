@@ -461,6 +461,16 @@ def _read_books(mem, r):
     return None
 
 
+def sampling_snapshot(pid, mem, maps, nothing):
+    """snapshot(), refused (ProcError) when the target samples nothing;
+    `nothing` ends the message: what the caller then has no use for."""
+    snap = snapshot(pid, mem, maps)
+    if not snap.root.running:
+        raise ProcError('process %d runs heapalloc %s with sampling off '
+                        '(HEAP_PROFILE_SAMPLE_INTERVAL=0)%s' % (pid, snap.root.version, nothing))
+    return snap
+
+
 def snapshot(pid, mem=None, maps=None):
     """Read the target once (retrying torn reads).  Raises ProcError."""
     own_mem = mem is None

@@ -292,7 +292,7 @@ FIXED = ['', 'alloc_objects', 'count', 'alloc_space', 'bytes', 'inuse_objects',
 
 
 # ---- ages and lifetimes (prof/ages.c, prof/pprof.c's split_line) -------------
-# A restatement until the outside dump runs prof/'s own encoder (issue 40).
+# A restatement until the outside dump runs prof/'s own encoder.
 
 LIFE_LABEL = [10 ** (k + 3) - 1 for k in range(12)] + [10 ** 14]
 LIFE_RANGE = ['<1us', '1us-10us', '10us-100us', '100us-1ms', '1ms-10ms', '10ms-100ms',
@@ -452,11 +452,7 @@ def read_profile(pid):
     text, maps = ha_proc.read_maps(pid)
     mem = ha_proc.Mem(pid)
     try:
-        snap = ha_proc.snapshot(pid, mem, maps)
-        if not snap.root.running:
-            raise ha_proc.ProcError('process %d runs heapalloc %s with sampling off '
-                                    '(HEAP_PROFILE_SAMPLE_INTERVAL=0); nothing to dump'
-                                    % (pid, snap.root.version))
+        snap = ha_proc.sampling_snapshot(pid, mem, maps, '; nothing to dump')
         return Profile(snap), text, maps, mem
     except BaseException:
         mem.close()
