@@ -1,4 +1,4 @@
-/* service — three service-shaped programs (issue 37): blocks allocated by one
+/* service — three service-shaped programs: blocks allocated by one
  * thread and freed by another, the way a server or an async runtime does it.
  *
  *   service reqresp  [SCALE] [PAIRS]    acceptors -> workers -> acceptors
