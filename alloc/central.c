@@ -573,6 +573,7 @@ static unsigned xa_cap(central *c, unsigned cls)
 		errno = e;
 		if (a == MAP_FAILED)
 			return 0;
+		ha_meta_note(a, k * sizeof(void *));
 		c->xa = a;
 		c->xcap = (unsigned)k;
 	}

@@ -152,6 +152,20 @@ typedef struct ha_books_layout {
 } ha_books_layout;
 void ha_alloc_books_layout(ha_books_layout *out);
 
+/* The allocator's own memory that holds block addresses (span records,
+ * thread records and caches' pointer stacks, transfer arrays), which a
+ * leak scan must not count as references: a stack's popped slots keep the
+ * address of a block handed out since.  An append-only table (ranges are
+ * never unmapped, only their pages given back) of at most HA_META_RANGES
+ * {lo, hi}; the count is stored after its entry, so a reader in or out of
+ * the process that reads the count first sees whole entries. */
+#define HA_META_RANGES 4096
+typedef struct ha_meta_range {
+	uint64_t lo, hi;
+} ha_meta_range;
+extern ha_meta_range ha_meta_ranges[HA_META_RANGES];
+extern uint64_t ha_meta_nranges;
+
 enum { HA_PROF_OFF, HA_PROF_ON, HA_PROF_COMPAT };
 /* Switch profiling to mode: every thread's next slow path (at most a
  * batch, or HA_COUNTDOWN_OFF bytes, away) asks ha_prof_sample_distance

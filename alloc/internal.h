@@ -98,6 +98,7 @@ extern uint8_t ha_class_hdr_lo[HA_HDR_LO_MAX / 8 + 1];
 void *ha_meta_alloc(size_t bytes);    /* zeroed, 16-aligned, never freed */
 uint64_t ha_meta_bytes(void);
 uint64_t ha_meta_resident(void);      /* resident bytes of its chunks */
+void ha_meta_note(const void *p, size_t len);   /* a range for ha_meta_ranges */
 void ha_meta_prefork(void);
 void ha_meta_postfork(int child);
 

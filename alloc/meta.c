@@ -36,12 +36,30 @@ void *ha_meta_alloc(size_t bytes)
 		meta_cur = (char *)m + META_HDR;
 		meta_end = (char *)m + want;
 		meta_total += want;
+		ha_meta_note(m, want);
 	}
 	void *p = meta_cur;
 	meta_cur += bytes;
 	HA_ASSERT(((uintptr_t)p & 15) == 0 && meta_cur <= meta_end);
 	ha_unlock(&meta_lock);
 	return p;
+}
+
+ha_meta_range ha_meta_ranges[HA_META_RANGES];
+uint64_t ha_meta_nranges;
+static pthread_mutex_t note_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Past HA_META_RANGES a range goes unnoted: a leak scan may then miss a
+ * leak whose address it holds, never report a reachable block. */
+void ha_meta_note(const void *p, size_t len)
+{
+	ha_lock(&note_lock);
+	uint64_t n = ha_meta_nranges;
+	if (n < HA_META_RANGES) {
+		ha_meta_ranges[n] = (ha_meta_range){ (uintptr_t)p, (uintptr_t)p + len };
+		__atomic_store_n(&ha_meta_nranges, n + 1, __ATOMIC_RELEASE);
+	}
+	ha_unlock(&note_lock);
 }
 
 uint64_t ha_meta_bytes(void)
@@ -62,12 +80,16 @@ uint64_t ha_meta_resident(void)
 void ha_meta_prefork(void)
 {
 	ha_lock(&meta_lock);
+	ha_lock(&note_lock);
 }
 
 void ha_meta_postfork(int child)
 {
-	if (child)
+	if (child) {
 		pthread_mutex_init(&meta_lock, NULL);
-	else
+		pthread_mutex_init(&note_lock, NULL);
+	} else {
+		ha_unlock(&note_lock);
 		ha_unlock(&meta_lock);
+	}
 }

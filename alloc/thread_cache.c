@@ -112,6 +112,7 @@ static int slab_attach(ha_tcache *tc)
 		errno = e;
 		if (m == MAP_FAILED)
 			return 0;
+		ha_meta_note(m, ha_tl_slab_bytes);
 		nd->slab = m;
 	}
 	tc->slab = nd->slab;

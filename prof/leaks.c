@@ -4,7 +4,8 @@
  * Owns the at-exit run of prof/leakscan.c's mark (the one `heapalloc leaks
  * PID` runs from outside) over this process's own /proc/self/mem: the
  * candidates are the live samples (object_map.c), copied into one private
- * mapping that the scan skips (it is the only copy of their addresses);
+ * mapping that the scan skips (it is the only copy of their addresses), as
+ * it skips the allocator's records (ha_meta_ranges);
  * this thread's stack is read from here up, other threads' from their
  * stack pointer when they are blocked in a system call.  Reports the
  * unreferenced ones per site on stderr (pprof's unsampled estimate of the
@@ -106,7 +107,8 @@ void ha_leaks_at_exit(void)
 	ha_objmap_stats(&objs, &mem);
 	size_t cap = (size_t)objs + objs / 8 + 64;
 	size_t sz = cap * (sizeof(ha_leak_block) + sizeof(uint32_t) * 2 + sizeof(ha_line) +
-			   sizeof(site)) + HA_LEAK_CHUNK + 64;
+			   sizeof(site)) + HA_LEAK_CHUNK + 64 +
+		    (HA_META_RANGES + 1) * sizeof(ha_leak_range);
 	sz = (sz + 4095) & ~(size_t)4095;
 	unsigned char *m = ha_sys_mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 				      -1, 0);
@@ -121,13 +123,18 @@ void ha_leaks_at_exit(void)
 		ha_line *lines = (ha_line *)(((uintptr_t)(work + cap) + 15) & ~(uintptr_t)15);
 		/* sites: one per bucket at most, fewer than cap */
 		site *sites = (site *)(lines + cap);
-		unsigned char *chunk = (unsigned char *)(sites + cap);
+		ha_leak_range *skips = (ha_leak_range *)(sites + cap);
+		unsigned char *chunk = (unsigned char *)(skips + HA_META_RANGES + 1);
 		size_t n = ha_objmap_blocks(b, idx, cap);
 		if (n > cap)
 			n = cap;
+		/* never read: the allocator's records and this mapping */
+		size_t ns = (size_t)__atomic_load_n(&ha_meta_nranges, __ATOMIC_ACQUIRE);
+		for (size_t i = 0; i < ns; i++)
+			skips[i] = (ha_leak_range){ ha_meta_ranges[i].lo, ha_meta_ranges[i].hi };
+		skips[ns++] = (ha_leak_range){ (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)m + sz };
 		uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-		ha_leak_scan s = { b, n, work, chunk, NULL, 0, &sp, 1, 1,
-				   (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)m + sz, 0 };
+		ha_leak_scan s = { b, n, work, chunk, NULL, 0, &sp, 1, 1, skips, ns, 0 };
 		if (ha_leak_run(&s, (int)getpid(), fd) != 0)
 			ha_log("heapalloc: leak check at exit: cannot read /proc/self/maps; not done\n");
 		else

@@ -14,7 +14,9 @@
  * held only there is missed, never a reachable block reported.  A thread's
  * stack is read from its stack pointer up when that is known (given, or
  * from /proc/PID/task/TID/syscall for a thread blocked in a system call):
- * the frames below it are dead and hold stale pointers.  No stdio, no
+ * the frames below it are dead and hold stale pointers.  The caller's skip
+ * ranges are never read: the allocator's records (ha_meta_ranges), whose
+ * popped stack slots and span records hold live blocks' addresses.  No stdio, no
  * allocation: the at-exit check runs it inside the allocator's process.
  */
 #ifndef _GNU_SOURCE
@@ -117,16 +119,9 @@ static void look(state *st, const unsigned char *buf, size_t n, size_t avail, ui
 
 /* Read [lo, hi) of the process and look at it (page by page where a read
  * comes back short: an unreadable page is skipped). */
-static void range(state *st, uint64_t lo, uint64_t hi, const ha_leak_block *self, int skip)
+static void read_range(state *st, uint64_t lo, uint64_t hi, const ha_leak_block *self, int skip)
 {
 	ha_leak_scan *s = st->s;
-	if (s->skip_hi > s->skip_lo && lo < s->skip_hi && hi > s->skip_lo) {
-		if (lo < s->skip_lo)
-			range(st, lo, s->skip_lo, self, skip);
-		if (hi > s->skip_hi)
-			range(st, s->skip_hi, hi, self, skip);
-		return;
-	}
 	for (uint64_t a = lo; a < hi;) {
 		size_t n = hi - a < HA_LEAK_CHUNK ? (size_t)(hi - a) : HA_LEAK_CHUNK;
 		size_t want = n + (hi - a > n ? 7 : 0);
@@ -146,6 +141,52 @@ static void range(state *st, uint64_t lo, uint64_t hi, const ha_leak_block *self
 		}
 		a += n;
 	}
+}
+
+/* [lo, hi) but the skipped ranges (sorted, disjoint). */
+static void range(state *st, uint64_t lo, uint64_t hi, const ha_leak_block *self, int skip)
+{
+	const ha_leak_scan *s = st->s;
+	size_t k = 0, top = s->nskips;
+	while (k < top) {             /* the first skip ending after lo */
+		size_t mid = k + (top - k) / 2;
+		if (s->skips[mid].hi <= lo)
+			k = mid + 1;
+		else
+			top = mid;
+	}
+	for (; k < s->nskips && s->skips[k].lo < hi && lo < hi; k++) {
+		if (s->skips[k].lo > lo)
+			read_range(st, lo, s->skips[k].lo, self, skip);
+		lo = s->skips[k].hi;
+	}
+	if (lo < hi)
+		read_range(st, lo, hi, self, skip);
+}
+
+static int skip_before(const void *xv, const void *yv)
+{
+	const ha_leak_range *x = xv, *y = yv;
+	return x->lo < y->lo;
+}
+
+/* Sort the skips and merge those that overlap or touch. */
+static void merge_skips(ha_leak_scan *s)
+{
+	size_t n = 0;
+	ha_heapsort(s->skips, s->nskips, sizeof *s->skips, skip_before);
+	for (size_t i = 0; i < s->nskips; i++) {
+		ha_leak_range r = s->skips[i];
+		if (r.hi <= r.lo)
+			continue;
+		if (n && r.lo <= s->skips[n - 1].hi) {
+			if (r.hi > s->skips[n - 1].hi)
+				s->skips[n - 1].hi = r.hi;
+		} else {
+			s->skips[n++] = r;
+		}
+	}
+	s->nskips = n;
 }
 
 /* ---- text without stdio ---------------------------------------------------- */
@@ -300,6 +341,7 @@ int ha_leak_run(ha_leak_scan *s, int pid, int memfd)
 	if (!s->n)
 		return 0;
 	ha_heapsort(s->b, s->n, sizeof *s->b, before);
+	merge_skips(s);
 	st->gmin = s->b[0].lo;
 	for (size_t i = 0; i < s->n; i++) {
 		s->b[i].marked = 0;

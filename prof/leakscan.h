@@ -16,6 +16,10 @@ typedef struct ha_leak_block {
 	uint32_t marked;          /* reached (out) */
 } ha_leak_block;
 
+typedef struct ha_leak_range {
+	uint64_t lo, hi;
+} ha_leak_range;
+
 typedef struct ha_leak_scan {
 	ha_leak_block *b;         /* the candidates, sorted by ha_leak_run */
 	size_t n;
@@ -26,7 +30,11 @@ typedef struct ha_leak_scan {
 	const uint64_t *sps;      /* known stack pointers: a stack is read from one up */
 	int nsps;
 	int blocked;              /* also the SP of each thread blocked in a system call */
-	uint64_t skip_lo, skip_hi;   /* never read (the in-process caller's own memory) */
+	ha_leak_range *skips;     /* never read: the allocator's own records (their
+				   * stale slots hold handed-out blocks' addresses),
+				   * the in-process caller's own memory; sorted and
+				   * merged in place by ha_leak_run */
+	size_t nskips;
 	uint64_t bytes;           /* out: bytes read */
 } ha_leak_scan;
 

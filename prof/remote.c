@@ -63,6 +63,9 @@ void ha_remote_init(void)
 	r->node_cached = b.node_cached;
 	r->node_req_alloc = b.node_req_alloc;
 	r->node_req_free = b.node_req_free;
+	heapalloc_root.meta.ranges = (uint64_t)(uintptr_t)ha_meta_ranges;
+	heapalloc_root.meta.count = (uint64_t)(uintptr_t)&ha_meta_nranges;
+	heapalloc_root.meta.max = HA_META_RANGES;
 	ha_remote_begin();
 	ha_remote_end();
 }

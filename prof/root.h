@@ -76,6 +76,17 @@ struct ha_root_books {
 	uint16_t pad_[3];
 };
 
+/* The allocator's own records (alloc/hooks.h, ha_meta_ranges), which a
+ * leak scan skips: {uint64_t lo, hi} entries, the count stored after its
+ * entry (read the count, then that many entries).  Since 0.1.0's second
+ * root: a reader finds it when the root's size covers it. */
+struct ha_root_meta {
+	uint64_t ranges;          /* address of the entry array */
+	uint64_t count;           /* address of the uint64_t entry count */
+	uint32_t max;             /* entries at most */
+	uint32_t pad_;
+};
+
 struct ha_root {
 	char magic[8];            /* HA_ROOT_MAGIC */
 	uint32_t layout;          /* HA_ROOT_LAYOUT */
@@ -88,6 +99,7 @@ struct ha_root {
 	struct ha_root_table table;
 	struct ha_root_objmap objmap;
 	struct ha_root_books books;
+	struct ha_root_meta meta;
 };
 
 #endif

@@ -25,12 +25,14 @@ class LeakProfile:
         return self.notes
 
 
-def scan(libexec, pid, samples, stop):
-    """heapalloc-leakscan over samples [(address, bytes)]: (leaked
-    indices, bytes read, seconds, mode, threads stopped)."""
+def scan(libexec, pid, samples, skips, stop):
+    """heapalloc-leakscan over samples [(address, bytes)], never reading
+    skips [(lo, hi)]: (leaked indices, bytes read, seconds, mode, threads
+    stopped)."""
     import os
     tool = os.path.join(libexec, 'heapalloc-leakscan')
-    inp = ''.join('%x %d\n' % (a, n) for a, n in samples).encode()
+    inp = (''.join('skip %x %x\n' % r for r in skips) +
+           ''.join('%x %d\n' % (a, n) for a, n in samples)).encode()
     try:
         p = subprocess.run([tool, str(pid)] + (['--stop'] if stop else []), input=inp,
                            capture_output=True, timeout=600)
@@ -75,7 +77,8 @@ def leaks(where, pid, out, stop, fail_status, err):
                                         'its sampled blocks\' addresses' % (pid, snap.root.version))
             samples = snap.ages
             leaked, nbytes, secs, mode, nthreads = scan(
-                where.libexec, pid, [(a, n) for _, n, _, a in samples], stop)
+                where.libexec, pid, [(a, n) for _, n, _, a in samples],
+                ha_proc.meta_ranges(mem, snap.root), stop)
             by = {}
             for i in leaked:
                 idx, n, _, _ = samples[i]

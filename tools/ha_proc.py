@@ -24,6 +24,7 @@ TABLE = struct.Struct('<QQQQIIIHHHHHHHHHHHHHHHH4x')     # 80
 OBJMAP = struct.Struct('<QIIHHHHHH4x')                  # 32
 BOOKS = struct.Struct('<QQQHHHHHHHHH6x')                # 48
 ROOT_SIZE = HEAD.size + SESSION.size + TABLE.size + OBJMAP.size + BOOKS.size
+META = struct.Struct('<QQI4x')                          # 24, when size covers it
 FLAG_BACKGROUND, FLAG_FILES, FLAG_COMPAT, FLAG_CALIBRATE = 1, 2, 4, 8
 
 MAX_CHUNKS = 1 << 16            # the reader's own bound on a list walk
@@ -296,6 +297,9 @@ class Root:
         (self.registry, self.retired, self.own, self.node_size, self.node_next,
          self.node_live, self.node_alloc, self.node_net, self.node_big, self.node_cached,
          self.node_req_alloc, self.node_req_free) = b
+        self.meta = None
+        if self.size >= ROOT_SIZE + META.size and len(raw) >= ROOT_SIZE + META.size:
+            self.meta = META.unpack_from(raw, ROOT_SIZE)   # ranges, count, max
 
 
 class Line:
@@ -312,6 +316,8 @@ def read_root(mem, addr, pid):
         raise ProcError('process %d: heapalloc_root at 0x%x is not readable' % (pid, addr))
     if raw[:8] != MAGIC:
         raise ProcError('process %d: heapalloc_root at 0x%x has no heapalloc magic' % (pid, addr))
+    if struct.unpack_from('<I', raw, 12)[0] >= ROOT_SIZE + META.size:
+        raw = mem.read(addr, ROOT_SIZE + META.size) or raw
     r = Root(raw)
     if r.layout != LAYOUT or r.size < ROOT_SIZE:
         raise ProcError('process %d runs heapalloc %s with profile layout version %d; this '
@@ -459,6 +465,21 @@ def _read_books(mem, r):
             inuse = 0
         return alloc, inuse, (s[4] + ret[3] - own[2]) & m, (s[5] + ret[4] - own[3]) & m
     return None
+
+
+def meta_ranges(mem, r):
+    """The allocator's own records [(lo, hi)] that a leak scan skips (the
+    root's meta part; [] for a root without one)."""
+    if not r.meta:
+        return []
+    ranges, count, cap = r.meta
+    n = mem.read(count, 8)
+    n = min(struct.unpack('<Q', n)[0], cap) if n else 0
+    raw = mem.read(ranges, 16 * n) if n else b''
+    if not raw or len(raw) < 16 * n:
+        return []
+    v = struct.unpack('<%dQ' % (2 * n), raw)
+    return list(zip(v[0::2], v[1::2]))
 
 
 def sampling_snapshot(pid, mem, maps, nothing):

@@ -5,7 +5,8 @@
  *
  * BLOCKS: one "ADDR SIZE" per line (hex address, decimal bytes), the
  * process's sampled live blocks as `heapalloc leaks` read them from its
- * live-sample map.  Prints "leak N" for each block (N: its line, from 0)
+ * live-sample map, and "skip LO HI" lines (hex): ranges never read, the
+ * allocator's own records as its root lists them.  Prints "leak N" for each block (N: its line, from 0)
  * that no pointer reaches, then one line
  *     "scan BYTES NS MODE THREADS REGS"
  * (bytes read, the scan's time, running|stopped, threads stopped, register
@@ -139,8 +140,23 @@ int main(int argc, char **argv)
 	size_t cap = 1024, n = 0;
 	ha_leak_block *b = malloc(cap * sizeof *b);
 	char line[256];
-	while (b && fgets(line, sizeof line, stdin)) {
+	size_t scap = 64, nskips = 0;
+	ha_leak_range *skips = malloc(scap * sizeof *skips);
+	while (b && skips && fgets(line, sizeof line, stdin)) {
 		uint64_t a, len;
+		if (!strncmp(line, "skip ", 5)) {
+			uint64_t lo, hi;
+			if (sscanf(line + 5, "%" SCNx64 " %" SCNx64, &lo, &hi) != 2 || hi < lo)
+				die("a skip line is not \"skip LO HI\"");
+			if (nskips == scap) {
+				ha_leak_range *ns = realloc(skips, (scap *= 2) * sizeof *skips);
+				if (!ns)
+					die("out of memory");
+				skips = ns;
+			}
+			skips[nskips++] = (ha_leak_range){ lo, hi };
+			continue;
+		}
 		if (sscanf(line, "%" SCNx64 " %" SCNu64, &a, &len) != 2 || !len || a + len < a)
 			die("a block line is not \"ADDR SIZE\"");
 		if (n == cap) {
@@ -153,8 +169,8 @@ int main(int argc, char **argv)
 		n++;
 	}
 	ha_leak_scan s = { b, n, malloc((n + 1) * sizeof(uint32_t)), malloc(HA_LEAK_CHUNK + 8),
-			   NULL, 0, NULL, 0, 0, 0, 0, 0 };
-	if (!b || !s.work || !s.chunk)
+			   NULL, 0, NULL, 0, 0, skips, nskips, 0 };
+	if (!b || !skips || !s.work || !s.chunk)
 		die("out of memory");
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
