@@ -9,6 +9,11 @@
  *   chain_site   a list of 6 blocks, the head in a global, each
  *                the next's only holder
  *   stack_site   5 blocks known only to a thread's stack frame
+ *   last_site    3 blocks of 3000 bytes, the last of their size class
+ *                taken, their pointers dropped                  leaked
+ *                (every allocation sampled, HEAP_PROFILE_SAMPLE_INTERVAL=1,
+ *                a sample has no header: the allocator's popped stack
+ *                slots hold the very addresses the scan looks for)
  * Writes "ready" to argv[1] and waits for stdin's end, then prints "done"
  * and exits 0 (the scan must not change either).
  */
@@ -80,6 +85,24 @@ __attribute__((noinline)) static void chain_site(void)
 	chain = head;
 }
 
+__attribute__((noinline)) static void last_site(void)
+{
+	for (int i = 0; i < 3; i++)
+		sink = memset(malloc(3000), 0x5a, 3000);
+	sink = NULL;
+}
+
+/* Zero the dead frames below main's: the sites' malloc calls (the sample
+ * path runs deep) leave the blocks' addresses there, and the at-exit scan
+ * reads the frames the exit path builds over them, which need not write
+ * every slot before it runs. */
+__attribute__((noinline)) static void scrub_stack(void)
+{
+	volatile char pad[256 << 10];
+	memset((char *)pad, 0, sizeof pad);
+	__asm__ volatile("" : : "r"(pad) : "memory");
+}
+
 __attribute__((noinline)) static void stack_site(void **held)
 {
 	for (int i = 0; i < 5; i++)
@@ -115,6 +138,8 @@ int main(int argc, char **argv)
 	inner_site();
 	packed_site();
 	chain_site();
+	last_site();
+	scrub_stack();
 	FILE *r = fopen(argv[1], "w");
 	if (!r || fputs("ready\n", r) < 0 || fclose(r) != 0)
 		return 5;
