@@ -101,6 +101,7 @@ void ha_prof_timeline_row(void)
 		row.last[0] = row.last[1] = ~(uint64_t)0;   /* the tick's row follows */
 	uint64_t t[2];
 	ha_prof_totals(t);
+	ha_peak_see(ha_inuse_of(t));   /* a row's in use is a height the books saw */
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (t[0] != row.last[0] || t[1] != row.last[1]) {
