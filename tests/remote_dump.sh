@@ -202,11 +202,15 @@ i=0
 while [ ! -s "$tmp/zpid" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 err zombie "process $(cat "$tmp/zpid") exited while it was being read" "$(cat "$tmp/zpid")"
 wait $shpid
-# another user (when this runs as root and setpriv exists)
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+# another user (when this runs as root and setpriv exists, and that user
+# can run the command: not from a tree in a private folder, as distcheck's)
+nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && ! $nobody test -r "$H"; then
+	echo "note: the permission case not run: uid 65534 cannot read $H (a private folder)"
+elif [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
 	start hold
 	chmod -R a+rX "$tmp" 2>/dev/null
-	timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$H" dump $pid \
+	timeout 60 $nobody "$H" dump $pid \
 		-o /dev/null 2>"$tmp/perm.err"
 	eq "permission: exit status" $? 1
 	eq "permission: one line" "$(wc -l <"$tmp/perm.err")" 1
