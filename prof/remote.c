@@ -32,7 +32,8 @@ _Static_assert(sizeof PACKAGE_VERSION <= sizeof heapalloc_root.version, "version
  * width, each part's size.  A field inserted, widened or moved fails here
  * instead of being misread silently; growing the root at its end adds rows
  * and changes only the root's size (a reader takes what `size` covers);
- * anything else is a new HA_ROOT_LAYOUT. */
+ * anything else is a new HA_ROOT_LAYOUT.  The Python reader's offsets are
+ * generated from root.h at build time (tools/gen-layout, tools/ha_layout.py). */
 #define AT(type, field, off, width)                                              \
 	_Static_assert(offsetof(struct type, field) == (off) &&                  \
 		       sizeof ((struct type *)0)->field == (width),              \

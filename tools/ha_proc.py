@@ -13,20 +13,45 @@ import os
 import struct
 import time
 
-LAYOUT = 1
-MAGIC = b'HEAPALOC'
+import ha_layout                # generated from prof/root.h (tools/gen-layout)
+
+LAYOUT = ha_layout.LAYOUT
+MAGIC = ha_layout.MAGIC
 SYMBOL = 'heapalloc_root'
+FLAG_BACKGROUND = ha_layout.FLAGS['background']
+FLAG_FILES = ha_layout.FLAGS['files']
+FLAG_COMPAT = ha_layout.FLAGS['compat']
+FLAG_CALIBRATE = ha_layout.FLAGS['calibrate']
+OFFSET = {name: off for name, off, _ in ha_layout.ROOT}
+# Layout 1 as first published ended where its meta part begins: a root of
+# that size is whole; a part added since is read when the root's size covers it.
+ROOT_MIN = dict((f, off) for f, off, _ in ha_layout.PARTS)['meta']
+ROOT_SIZE = ha_layout.SIZE['ha_root']
 
-# prof/root.h, layout 1 (little-endian, the C structs' own padding)
-HEAD = struct.Struct('<8sII32sQQ')                      # 64
-SESSION = struct.Struct('<QQqQQQQQQQ')                  # 80
-TABLE = struct.Struct('<QQQQIIIHHHHHHHHHHHHHHHH4x')     # 80
-OBJMAP = struct.Struct('<QIIHHHHHH4x')                  # 32
-BOOKS = struct.Struct('<QQQHHHHHHHHH6x')                # 48
-ROOT_SIZE = HEAD.size + SESSION.size + TABLE.size + OBJMAP.size + BOOKS.size
-META = struct.Struct('<QQI4x')                          # 24, when size covers it
-FLAG_BACKGROUND, FLAG_FILES, FLAG_COMPAT, FLAG_CALIBRATE = 1, 2, 4, 8
 
+def _root_struct(upto):
+    """The struct.Struct of the root's fields below upto, and their names
+    (pads skipped, gaps as padding bytes)."""
+    fmt, names, at = '<', [], 0
+    for name, off, f in sorted(ha_layout.ROOT, key=lambda r: r[1]):
+        n = struct.calcsize('<' + f)
+        if off + n > upto:
+            break
+        fmt += '%dx' % (off - at) if off > at else ''
+        at = off + n
+        if name.endswith('pad_'):
+            fmt += '%dx' % n
+            continue
+        fmt += f
+        names.append((name, int(f[:-1]) if f[-1] != 's' and f[:-1] else 0))
+    return struct.Struct(fmt), names
+
+
+_ROOT = {}                      # size -> (Struct, names)
+# a field's attribute on Root: the field's own name, but for these
+_ATTR = {'table.index': 't_index', 'table.count': 't_count', 'table.chunks': 't_chunks',
+         'table.drops': 't_drops', 'table.max': 't_max', 'objmap.stripes': 'o_stripes',
+         'meta.ranges': 'meta_ranges', 'meta.count': 'meta_count', 'meta.max': 'meta_max'}
 MAX_CHUNKS = 1 << 16            # the reader's own bound on a list walk
 MAX_SLOTS = 1 << 26             # and on one stripe of the live-sample map
 MAX_NODES = 1 << 20
@@ -274,32 +299,24 @@ def find_root(pid, maps):
 # ---- the root, the table and the books -------------------------------------
 
 class Root:
+    """The root's fields as attributes (prof/root.h's names; _ATTR's where
+    two parts share one), those its size covers."""
+
     def __init__(self, raw):
-        (self.magic, self.layout, self.size, ver, self.seq, self.pid) = HEAD.unpack_from(raw, 0)
-        self.version = ver.split(b'\0', 1)[0].decode('ascii', 'replace')
-        o = HEAD.size
-        s = SESSION.unpack_from(raw, o)
-        (self.running, self.flags, self.rate, b0, b1, r0, r1, self.rec, self.samples,
-         self.gen) = s
-        self.base, self.base_req = (b0, b1), (r0, r1)
-        o += SESSION.size
-        t = TABLE.unpack_from(raw, o)
-        (self.t_index, self.t_count, self.t_chunks, self.t_drops, self.t_max,
-         self.depth_max, self.chunk_bytes, self.chunk_next, self.chunk_used,
-         self.chunk_mem, self.b_size, self.b_hash, self.b_alloc_count, self.b_alloc_bytes,
-         self.b_free_count, self.b_free_bytes, self.b_skey, self.b_depth, self.b_idx,
-         self.b_pcs, self.b_life, self.life_bins, _) = t
-        o += TABLE.size
-        (self.o_stripes, self.nstripes, self.stripe_size, self.s_slots, self.s_n, self.s_used,
-         self.slot_size, self.addr_bits, self.slot_time) = OBJMAP.unpack_from(raw, o)
-        o += OBJMAP.size
-        b = BOOKS.unpack_from(raw, o)
-        (self.registry, self.retired, self.own, self.node_size, self.node_next,
-         self.node_live, self.node_alloc, self.node_net, self.node_big, self.node_cached,
-         self.node_req_alloc, self.node_req_free) = b
-        self.meta = None
-        if self.size >= ROOT_SIZE + META.size and len(raw) >= ROOT_SIZE + META.size:
-            self.meta = META.unpack_from(raw, ROOT_SIZE)   # ranges, count, max
+        size = min(len(raw), ROOT_SIZE)
+        if size not in _ROOT:
+            _ROOT[size] = _root_struct(size)
+        st, names = _ROOT[size]
+        vals = list(st.unpack_from(raw, 0))
+        for name, count in names:
+            if count:
+                v, vals = tuple(vals[:count]), vals[count:]
+            else:
+                v = vals.pop(0)
+            setattr(self, _ATTR.get(name, name.rpartition('.')[2]), v)
+        self.version = self.version.split(b'\0', 1)[0].decode('ascii', 'replace')
+        self.meta = ((self.meta_ranges, self.meta_count, self.meta_max)
+                     if hasattr(self, 'meta_max') else None)
 
 
 class Line:
@@ -311,15 +328,16 @@ class Snapshot:
 
 
 def read_root(mem, addr, pid):
-    raw = mem.read(addr, ROOT_SIZE)
+    raw = mem.read(addr, ROOT_MIN)
     if raw is None:
         raise ProcError('process %d: heapalloc_root at 0x%x is not readable' % (pid, addr))
-    if raw[:8] != MAGIC:
+    if raw[:len(MAGIC)] != MAGIC:
         raise ProcError('process %d: heapalloc_root at 0x%x has no heapalloc magic' % (pid, addr))
-    if struct.unpack_from('<I', raw, 12)[0] >= ROOT_SIZE + META.size:
-        raw = mem.read(addr, ROOT_SIZE + META.size) or raw
+    size = struct.unpack_from('<I', raw, OFFSET['size'])[0]
+    if size > ROOT_MIN:         # the parts since: what both the root and we know
+        raw = mem.read(addr, min(size, ROOT_SIZE)) or raw
     r = Root(raw)
-    if r.layout != LAYOUT or r.size < ROOT_SIZE:
+    if r.layout != LAYOUT or r.size < ROOT_MIN:
         raise ProcError('process %d runs heapalloc %s with profile layout version %d; this '
                         'reader (heapalloc %s) knows layout version %d only'
                         % (pid, r.version or '?', r.layout, READER_VERSION, LAYOUT))
@@ -513,7 +531,7 @@ def snapshot(pid, mem=None, maps=None):
                 got = _read_lines(mem, r) if r.running else ([], 0)
                 books = _read_books(mem, r)
                 rec = mem.read(r.rec, 16) if r.running and r.rec else None
-                seq = mem.u64(addr + 48)
+                seq = mem.u64(addr + OFFSET['seq'])
                 if got is not None and books is not None and seq == r.seq:
                     break
             if time.monotonic() > deadline:
