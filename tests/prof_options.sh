@@ -3,7 +3,8 @@
 # variable, the bad value and the value used, and the default;
 # HEAP_PROFILE_CLEANUP removes earlier PREFIX.NNNN.heap files (only those:
 # not the dump log, which the new run starts afresh);
-# an empty HEAPPROFILE does not profile.
+# an empty HEAPPROFILE does not profile; HEAPALLOC_PURGE_THREAD reads as a
+# boolean.
 . "$top_srcdir/tests/prof_lib.sh"
 
 mkdir "$tmp/a"
@@ -35,4 +36,27 @@ HEAPPROFILE="$tmp/c/p" HEAP_PROFILE_CLEANUP=f "$W" _exit 2>/dev/null
 mkdir "$tmp/d"
 HEAPPROFILE= "$W" exit 2>"$tmp/d.err"
 grep -q 'Starting tracking' "$tmp/d.err" && fail "empty HEAPPROFILE profiles"
+
+# one grammar: the allocator's HEAPALLOC_PURGE_THREAD is a boolean as the
+# table's are (alloc/env.c), junk said in the table's words; read when a
+# cache first holds 4 MiB, so a program that frees 64 MiB
+PY=${PYTHON3:-$(command -v python3 || true)}
+if [ -n "$PY" ]; then
+	purge() {
+		env LD_PRELOAD="$HA_LIB" HEAPALLOC_PURGE_THREAD="$1" "$PY" -c '
+import os, time
+x = [bytearray(1 << 20) for i in range(64)]
+del x
+time.sleep(0.3)
+print(sum(open("/proc/self/task/%s/comm" % t).read().strip() == "heapalloc-purge"
+          for t in os.listdir("/proc/self/task")))'
+	}
+	eq "purge thread, yes" "$(purge yes 2>"$tmp/p.err")" 1
+	eq "purge thread, yes: stderr" "$(cat "$tmp/p.err")" ""
+	eq "purge thread, off" "$(purge off 2>"$tmp/p.err")" 0
+	eq "purge thread, off: stderr" "$(cat "$tmp/p.err")" ""
+	eq "purge thread, maybe" "$(purge maybe 2>"$tmp/p.err")" 0
+	eq "purge thread, maybe: stderr" "$(cat "$tmp/p.err")" \
+		'heapalloc: HEAPALLOC_PURGE_THREAD="maybe" is not a boolean; using false'
+fi
 finish
