@@ -45,9 +45,11 @@ typedef struct opt_row {
 static const opt_row rows[] = {
 	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
 	  DOC("file prefix; set and non-empty turns profiling on at start") },
-	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 524288,
+	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 2097152,
 	  &ha_prof_opt.sample_interval, NULL, &ha_prof_opt.sample_interval_set,
-	  DOC("mean bytes between samples; 1 records every allocation; unset, the always-on sampling (nothing else set) draws at 2 MiB; 0 turns it off (a session then asked for samples at the default)") },
+	  DOC("mean bytes between samples (tcmalloc's 2 MiB), for the always-on sampling and a "
+	      "session alike; 1 records every allocation; 0 turns the always-on sampling off (a "
+	      "session then asked for samples at the default)") },
 	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
 	  &ha_prof_opt.alloc_interval, NULL, NULL,
 	  DOC("dump every N bytes allocated; 0 = off") },
@@ -231,13 +233,12 @@ void ha_options_load_from(char *const *env)
 		*r->var = x;
 	}
 	/* 0 is the off switch of the always-on sampling; a session asked for
-	 * then samples at the default interval.  Unset, the always-on sampling
-	 * draws at tcmalloc's 2 MiB (HA_ALWAYS_ON_INTERVAL), a session at 512 KiB */
+	 * then samples at the default interval, the row's (one default: the
+	 * always-on sampling and a session draw alike) */
 	int off = ha_prof_opt.sample_interval_set && ha_prof_opt.sample_interval == 0;
 	if (ha_prof_opt.sample_interval < 1)
 		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
 			if (rows[i].var == &ha_prof_opt.sample_interval)
 				ha_prof_opt.sample_interval = rows[i].def;
-	ha_prof_opt.always_on = off ? 0 : !ha_prof_opt.sample_interval_set ? HA_ALWAYS_ON_INTERVAL
-				: ha_prof_opt.sample_interval;
+	ha_prof_opt.always_on = off ? 0 : ha_prof_opt.sample_interval;
 }

@@ -92,10 +92,10 @@
  * are ha_plock, alloc/lock.h's futex lock. */
 
 /* ---- options.c ----------------------------------------------------------- */
-/* The always-on sampling's interval when HEAP_PROFILE_SAMPLE_INTERVAL is
- * unset: tcmalloc's, which keeps its cost under 1% of instructions on
- * bench/instr's allocation loops; a session asked for draws at 512 KiB. */
-#define HA_ALWAYS_ON_INTERVAL ((int64_t)2 << 20)
+/* HEAP_PROFILE_SAMPLE_INTERVAL's default (the table's row) is tcmalloc's
+ * 2 MiB, which keeps the always-on sampling's cost under 1% of
+ * instructions on bench/instr's allocation loops; a session asked for
+ * draws at the same default.  The grammar of every value is alloc/env.h's. */
 typedef struct ha_prof_options {
 	const char *prefix;       /* HEAPPROFILE (points into environ) or NULL */
 	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL (0 given: the default) */

@@ -446,9 +446,24 @@ static void ages_parts(void)
 	CHECK_EQ(ha_age_seconds(now, now + s), 0);       /* sampled after the dump's clock */
 }
 
-/* The grammar by kind name, as heapalloc-options asks it. */
+/* One default: HEAP_PROFILE_SAMPLE_INTERVAL unset gives the always-on
+ * sampling and a session the same 2 MiB; 0 switches the always-on sampling
+ * off and leaves a session the default; a size applies to both. */
 static void one_default(void)
 {
+	char *unset[] = { "PATH=/bin", NULL };
+	ha_options_load_from(unset);
+	CHECK_EQ(ha_prof_opt.sample_interval, 2097152);
+	CHECK_EQ(ha_prof_opt.always_on, 2097152);
+	char *off[] = { "HEAP_PROFILE_SAMPLE_INTERVAL=0", NULL };
+	ha_options_load_from(off);
+	CHECK_EQ(ha_prof_opt.sample_interval, 2097152);
+	CHECK_EQ(ha_prof_opt.always_on, 0);
+	char *set[] = { "HEAP_PROFILE_SAMPLE_INTERVAL=64k", NULL };
+	ha_options_load_from(set);
+	CHECK_EQ(ha_prof_opt.sample_interval, 65536);
+	CHECK_EQ(ha_prof_opt.always_on, 65536);
+	/* the grammar by kind name, as heapalloc-options asks it */
 	int64_t v;
 	CHECK_EQ(ha_env_parse("size", "2M", &v), 0);
 	CHECK_EQ(v, 2097152);
