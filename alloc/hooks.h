@@ -31,7 +31,7 @@
  * ha_alloc_view_read, ha_alloc_resident_read, ha_alloc_arena_ranges,
  * ha_alloc_threads) and raw memory (ha_raw_malloc, ha_raw_calloc,
  * ha_raw_free); besides these it includes only alloc/base.h, debug.h,
- * lock.h, log.h and sys.h, never alloc/internal.h (tests/unit/layering.sh checks
+ * env.h (the variables' grammar), lock.h, log.h and sys.h, never alloc/internal.h (tests/unit/layering.sh checks
  * that this summary names every call declared below).  The profiler must not
  * call the public malloc while it holds one of its own locks: it uses
  * ha_raw_malloc/ha_raw_free.  alloc/prof_none.c is a profiler that does

@@ -31,6 +31,7 @@
  *     retried after RETRY_MS.
  */
 #include "alloc/internal.h"
+#include "alloc/env.h"
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -98,14 +99,22 @@ static void start(void)
 	if (!__atomic_compare_exchange_n(&state, &st, STARTING, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;   /* someone else is starting it (maybe this thread, inside pthread_create) */
 	if (st == ABSENT) {
-		/* read at the first kick, when the environment is surely set up;
-		 * only "1" turns it on (no AT_SECURE concern: a thread that ages
-		 * caches out grants nothing) */
-		const char *v = getenv("HEAPALLOC_PURGE_THREAD");
-		if (!v || !(v[0] == '1' && !v[1])) {
-			if (v && !(v[0] == '0' && !v[1]) && !warned++)   /* once, children included */
-				ha_log("heapalloc: HEAPALLOC_PURGE_THREAD=%s is not 0 or 1; "
-				       "no purge thread is started\n", v);
+		/* read at the first kick, when the environment is surely set up,
+		 * a boolean as every variable's (alloc/env.c: 1, true, yes, on...;
+		 * no AT_SECURE concern: a thread that ages caches out grants
+		 * nothing); junk is said as the profiler's table says it */
+		const char *v = ha_env_get("HEAPALLOC_PURGE_THREAD");
+		int64_t on = 0;
+		if (v && ha_env_parse_bool(v, &on) && !warned++) {   /* once, children included */
+			char shown[80];
+			ha_snprintf(shown, sizeof shown, "%s", v);
+			for (char *c = shown; *c; c++)
+				if (*c == '\n' || *c == '\r')
+					*c = '?';
+			ha_log("heapalloc: HEAPALLOC_PURGE_THREAD=\"%s\" is not a boolean; using "
+			       "false\n", shown);
+		}
+		if (!on) {
 			__atomic_store_n(&state, DISABLED, __ATOMIC_RELEASE);
 			return;
 		}

@@ -1,6 +1,7 @@
 /* prof/options.c — every profiler switch, in ONE table, with ONE parser.
  *
- * Owns: ha_prof_opt.  Reads straight from `environ` (never getenv: it may be
+ * Owns: ha_prof_opt; the grammar of each kind of value is alloc/env.c's.
+ * Reads straight from `environ` (never getenv: it may be
  * called while libc is still starting, and must not allocate).  A value that
  * does not parse gets one stderr line naming the variable, the bad value and
  * the value used instead, and the default.  gperftools' names and defaults
@@ -12,9 +13,9 @@
 #define _GNU_SOURCE
 #endif
 #include "prof/prof.h"
+#include "alloc/env.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 
 extern char **environ;
@@ -44,9 +45,11 @@ typedef struct opt_row {
 static const opt_row rows[] = {
 	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
 	  DOC("file prefix; set and non-empty turns profiling on at start") },
-	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 524288,
+	{ "HEAP_PROFILE_SAMPLE_INTERVAL", OPT_SIZE, 2097152,
 	  &ha_prof_opt.sample_interval, NULL, &ha_prof_opt.sample_interval_set,
-	  DOC("mean bytes between samples; 1 records every allocation; unset, the always-on sampling (nothing else set) draws at 2 MiB; 0 turns it off (a session then asked for samples at the default)") },
+	  DOC("mean bytes between samples (tcmalloc's 2 MiB), for the always-on sampling and a "
+	      "session alike; 1 records every allocation; 0 turns the always-on sampling off (a "
+	      "session then asked for samples at the default)") },
 	{ "HEAP_PROFILE_ALLOCATION_INTERVAL", OPT_SIZE, 1073741824,
 	  &ha_prof_opt.alloc_interval, NULL, NULL,
 	  DOC("dump every N bytes allocated; 0 = off") },
@@ -140,162 +143,6 @@ static const opt_row rows[] = {
 	      "environment; a descendant does not serve") },
 };
 
-static const char *env_lookup(char *const *e, const char *name)
-{
-	size_t n = strlen(name);
-	if (!e)
-		return NULL;
-	for (; *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
-
-/* Decimal with an optional binary suffix: k K m M g G t T, optionally
- * followed by i, iB or B ("64M", "512KiB", "1g").  No sign, no overflow. */
-int ha_options_parse_size(const char *s, int64_t *out)
-{
-	uint64_t v = 0;
-	const char *p = s;
-	if (*p < '0' || *p > '9')
-		return EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		uint64_t d = (uint64_t)(*p - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return EINVAL;
-		v = v * 10 + d;
-	}
-	unsigned shift = 0;
-	switch (*p) {
-	case 'k': case 'K': shift = 10; p++; break;
-	case 'm': case 'M': shift = 20; p++; break;
-	case 'g': case 'G': shift = 30; p++; break;
-	case 't': case 'T': shift = 40; p++; break;
-	}
-	if (shift && *p == 'i')
-		p++;
-	if (*p == 'B' || (shift && *p == 'b'))
-		p++;
-	if (*p)
-		return EINVAL;
-	if (v > ((uint64_t)INT64_MAX >> shift))
-		return EINVAL;
-	*out = (int64_t)(v << shift);
-	return 0;
-}
-
-/* docs/heap-profile-spec.md §5: true for t T y Y 1 and the empty string.  heapalloc also
- * takes the words true/yes/on and, for false, f F n N 0 false/no/off;
- * anything else (e.g. "12abc", "2") is junk. */
-int ha_options_parse_bool(const char *s, int64_t *out)
-{
-	static const char *const yes[] = { "", "t", "T", "y", "Y", "1", "true", "yes", "on" };
-	static const char *const no[] = { "f", "F", "n", "N", "0", "false", "no", "off" };
-	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-		if (strcasecmp(s, yes[i]) == 0) {
-			*out = 1;
-			return 0;
-		}
-	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-		if (strcasecmp(s, no[i]) == 0) {
-			*out = 0;
-			return 0;
-		}
-	return EINVAL;
-}
-
-static const struct { const char *name; int no; } signames[] = {
-	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
-	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE },
-	{ "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
-	{ "CONT", SIGCONT }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
-	{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU },
-	{ "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
-	{ "WINCH", SIGWINCH }, { "IO", SIGIO }, { "PWR", SIGPWR },
-	{ "SYS", SIGSYS }, { "TRAP", SIGTRAP },
-};
-
-/* A number 1..NSIG-1, or a name with or without SIG (SIGUSR2, usr2),
- * or RTMIN+n / RTMAX-n.  SIGKILL and SIGSTOP cannot be caught: junk. */
-int ha_options_parse_signal(const char *s, int64_t *out)
-{
-	int64_t v;
-	if (*s >= '0' && *s <= '9') {
-		if (ha_options_parse_size(s, &v) || strpbrk(s, "kKmMgGtTiBb"))
-			return EINVAL;
-	} else {
-		if (strncasecmp(s, "SIG", 3) == 0)
-			s += 3;
-		v = -1;
-		for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
-			if (strcasecmp(s, signames[i].name) == 0)
-				v = signames[i].no;
-		if (v < 0 && strncasecmp(s, "RTMIN", 5) == 0) {
-			int64_t k = 0;
-			if (s[5] && (s[5] != '+' || ha_options_parse_size(s + 6, &k)))
-				return EINVAL;
-			v = SIGRTMIN + k;
-		} else if (v < 0 && strncasecmp(s, "RTMAX", 5) == 0) {
-			int64_t k = 0;
-			if (s[5] && (s[5] != '-' || ha_options_parse_size(s + 6, &k)))
-				return EINVAL;
-			v = SIGRTMAX - k;
-		}
-	}
-	if (v <= 0 || v >= NSIG || v == SIGKILL || v == SIGSTOP)
-		return EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* text | pprof | both -> HA_FORMAT_* bits. */
-int ha_options_parse_format(const char *s, int64_t *out)
-{
-	if (strcasecmp(s, "text") == 0)
-		*out = HA_FORMAT_TEXT;
-	else if (strcasecmp(s, "pprof") == 0)
-		*out = HA_FORMAT_PPROF;
-	else if (strcasecmp(s, "both") == 0)
-		*out = HA_FORMAT_TEXT | HA_FORMAT_PPROF;
-	else
-		return EINVAL;
-	return 0;
-}
-
-/* A fraction of 1 in parts per million: decimal "0.9", ".9", "1", or a
- * percentage "90%", "92.5%"; digits past the millionth are dropped.  More
- * than 1 (100%) is junk: a bare "90" is a mistake for 90% or 0.9. */
-int ha_options_parse_fraction(const char *s, int64_t *out)
-{
-	uint64_t v = 0;             /* value times 10^6 */
-	int digits = 0;
-	const char *p = s;
-	for (; *p >= '0' && *p <= '9'; p++, digits++) {
-		if (v > 100000000000ull)
-			return EINVAL;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	v *= 1000000;
-	if (*p == '.') {
-		p++;
-		uint64_t unit = 100000;
-		for (; *p >= '0' && *p <= '9'; p++, digits++) {
-			v += (uint64_t)(*p - '0') * unit;
-			unit /= 10;
-		}
-	}
-	if (!digits)
-		return EINVAL;
-	if (*p == '%') {
-		v /= 100;
-		p++;
-	}
-	if (*p || v > 1000000)
-		return EINVAL;
-	*out = (int64_t)v;
-	return 0;
-}
-
 static const char *type_name(opt_type t)
 {
 	switch (t) {
@@ -334,7 +181,7 @@ void ha_options_load_from(char *const *env)
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		const opt_row *r = &rows[i];
 		int mine = !many && strncmp(r->name, "HEAP", 4) == 0;
-		const char *v = env_lookup(mine ? heap : env, r->name);
+		const char *v = ha_env_lookup(mine ? heap : env, r->name);
 		if (r->present)
 			*r->present = v != NULL;
 		if (r->type == OPT_STR) {
@@ -347,17 +194,13 @@ void ha_options_load_from(char *const *env)
 		int64_t x = 0;
 		int err;
 		switch (r->type) {
-		case OPT_BOOL: err = ha_options_parse_bool(v, &x); break;
-		case OPT_SIGNAL: err = ha_options_parse_signal(v, &x); break;
-		case OPT_FORMAT: err = ha_options_parse_format(v, &x); break;
-		case OPT_FRACTION: err = ha_options_parse_fraction(v, &x); break;
+		case OPT_BOOL: err = ha_env_parse_bool(v, &x); break;
+		case OPT_SIGNAL: err = ha_env_parse_signal(v, &x); break;
+		case OPT_FORMAT: err = ha_env_parse_format(v, &x); break;
+		case OPT_FRACTION: err = ha_env_parse_fraction(v, &x); break;
 		case OPT_SECONDS:
-		case OPT_COUNT:
-			err = ha_options_parse_size(v, &x);
-			if (!err && strpbrk(v, "kKmMgGtTiBb"))
-				err = EINVAL;
-			break;
-		default: err = ha_options_parse_size(v, &x); break;
+		case OPT_COUNT: err = ha_env_parse_count(v, &x); break;
+		default: err = ha_env_parse_size(v, &x); break;
 		}
 		if (err) {
 			/* one line whatever the value: show at most 64 bytes of it */
@@ -390,13 +233,12 @@ void ha_options_load_from(char *const *env)
 		*r->var = x;
 	}
 	/* 0 is the off switch of the always-on sampling; a session asked for
-	 * then samples at the default interval.  Unset, the always-on sampling
-	 * draws at tcmalloc's 2 MiB (HA_ALWAYS_ON_INTERVAL), a session at 512 KiB */
+	 * then samples at the default interval, the row's (one default: the
+	 * always-on sampling and a session draw alike) */
 	int off = ha_prof_opt.sample_interval_set && ha_prof_opt.sample_interval == 0;
 	if (ha_prof_opt.sample_interval < 1)
 		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
 			if (rows[i].var == &ha_prof_opt.sample_interval)
 				ha_prof_opt.sample_interval = rows[i].def;
-	ha_prof_opt.always_on = off ? 0 : !ha_prof_opt.sample_interval_set ? HA_ALWAYS_ON_INTERVAL
-				: ha_prof_opt.sample_interval;
+	ha_prof_opt.always_on = off ? 0 : ha_prof_opt.sample_interval;
 }

@@ -82,6 +82,7 @@
 
 #include "alloc/base.h"
 #include "alloc/debug.h"     /* HA_ASSERT */
+#include "alloc/env.h"       /* the grammar of the variables */
 #include "alloc/lock.h"
 #include "alloc/log.h"
 #include "alloc/sys.h"
@@ -93,10 +94,10 @@
  * are ha_plock, alloc/lock.h's futex lock. */
 
 /* ---- options.c ----------------------------------------------------------- */
-/* The always-on sampling's interval when HEAP_PROFILE_SAMPLE_INTERVAL is
- * unset: tcmalloc's, which keeps its cost under 1% of instructions on
- * bench/instr's allocation loops; a session asked for draws at 512 KiB. */
-#define HA_ALWAYS_ON_INTERVAL ((int64_t)2 << 20)
+/* HEAP_PROFILE_SAMPLE_INTERVAL's default (the table's row) is tcmalloc's
+ * 2 MiB, which keeps the always-on sampling's cost under 1% of
+ * instructions on bench/instr's allocation loops; a session asked for
+ * draws at the same default.  The grammar of every value is alloc/env.h's. */
 typedef struct ha_prof_options {
 	const char *prefix;       /* HEAPPROFILE (points into environ) or NULL */
 	int64_t sample_interval;  /* HEAP_PROFILE_SAMPLE_INTERVAL (0 given: the default) */
@@ -130,21 +131,14 @@ typedef struct ha_prof_options {
 	const char *http_addr_file; /* HEAP_PROFILE_HTTP_ADDR_FILE: the bound address goes there */
 	int64_t http_root;        /* HEAPALLOC_HTTP_ROOT: the serving ancestor's pid, 0 none */
 } ha_prof_options;
-#define HA_FORMAT_TEXT 1          /* PREFIX.NNNN.heap */
-#define HA_FORMAT_PPROF 2         /* PREFIX.NNNN.pb.gz */
+#define HA_FORMAT_TEXT HA_ENV_FORMAT_TEXT     /* PREFIX.NNNN.heap */
+#define HA_FORMAT_PPROF HA_ENV_FORMAT_PPROF   /* PREFIX.NNNN.pb.gz */
 extern ha_prof_options ha_prof_opt;
 extern int ha_prof_opt_loaded;   /* ha_options_load has run */
 /* Parse environ into ha_prof_opt; junk values get one line and the default. */
 void ha_options_load(void);
 /* The same over any environment array (the fuzz target's seam). */
 void ha_options_load_from(char *const *env);
-/* Parse one value by type; 0 ok, EINVAL junk.  Exposed for the unit test. */
-int ha_options_parse_size(const char *s, int64_t *out);
-int ha_options_parse_bool(const char *s, int64_t *out);
-int ha_options_parse_signal(const char *s, int64_t *out);
-int ha_options_parse_format(const char *s, int64_t *out);
-/* 0.9, .9, 90% or 90.5% -> parts per million (0..1000000). */
-int ha_options_parse_fraction(const char *s, int64_t *out);
 
 /* ---- sampler.c ----------------------------------------------------------- */
 /* Next exponential distance in bytes with mean r (r <= 1: 0). */

@@ -135,11 +135,14 @@ void ha_unw_start(void)
 
 /* Started before main, while the process is still one thread; not when
  * sampling is switched off and nothing else asks for stacks (a session
- * started later through the API notes the pipe instead). */
+ * started later through the API notes the pipe instead).  The switches are
+ * the option table's, as read by the profiler's constructor (priority 201,
+ * before this one). */
 __attribute__((constructor)) static void unw_early(void)
 {
-	const char *off = getenv("HEAP_PROFILE_SAMPLE_INTERVAL");
-	if (off && !strcmp(off, "0") && !getenv("HEAPPROFILE") && !getenv("HEAP_PROFILE_HTTP"))
+	if (!ha_prof_opt_loaded)
+		ha_options_load();
+	if (!ha_prof_opt.always_on && !ha_prof_opt.prefix && !ha_prof_opt.http)
 		return;
 	ha_unw_start();
 }

@@ -17,7 +17,7 @@
  * polls us (ha_prof_poll) each time a thread's off-profiling countdown
  * runs out, every 16 MiB of its allocation; if otel_memory:alloc's
  * semaphore is set we switch sampling on at the configured mean interval
- * (HEAP_PROFILE_SAMPLE_INTERVAL, default 512 KiB) with no table, no files
+ * (HEAP_PROFILE_SAMPLE_INTERVAL, default 2 MiB) with no table, no files
  * and no helper thread: a sample only fires the probes.  Each thread's
  * threshold budget (ha_prof_check) is then 16 MiB, at which it looks at
  * the semaphore again and switches sampling off once nothing is attached.

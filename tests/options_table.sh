@@ -2,7 +2,8 @@
 # One table of the profiler's variables (prof/options.c): the README's
 # table, heapalloc(3), heapalloc(1)'s run options and tools/ha_options.py
 # are what tools/gen-options writes from it (else: stale, run it); and
-# `heapalloc run` refuses exactly the values the library refuses: each
+# `heapalloc run` refuses exactly the values the library refuses (both
+# read them with alloc/env.c, the command through heapalloc-options): each
 # value below is given to run's flag and to the library (its variable,
 # preloaded into true), and one reports it bad exactly when the other does.
 . "$top_srcdir/tests/prof_lib.sh"
@@ -24,8 +25,10 @@ agree() {
 	shift 2
 	# the command's verdicts, one line each (one interpreter for them all)
 	"$PY" -c 'import sys; sys.dont_write_bytecode = True; sys.path.insert(0, sys.argv[1]); import ha_run
-for v in sys.argv[3:]: print(1 if ha_run.value_problem(sys.argv[2], v) else 0)' \
-		"$top_srcdir/tools" "$flag" "$@" >"$tmp/verdicts" || { fail "$flag: ha_run.value_problem failed"; return; }
+ha_run.HELPER = sys.argv[2]
+for v in sys.argv[4:]: print(1 if ha_run.value_problem(sys.argv[3], v) else 0)' \
+		"$top_srcdir/tools" "$top_builddir/tools/heapalloc-options" "$flag" "$@" >"$tmp/verdicts" ||
+		{ fail "$flag: ha_run.value_problem failed"; return; }
 	i=0
 	for v in "$@"; do
 		i=$((i + 1))

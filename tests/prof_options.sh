@@ -3,7 +3,8 @@
 # variable, the bad value and the value used, and the default;
 # HEAP_PROFILE_CLEANUP removes earlier PREFIX.NNNN.heap files (only those:
 # not the dump log, which the new run starts afresh);
-# an empty HEAPPROFILE does not profile.
+# an empty HEAPPROFILE does not profile; a session's default interval is
+# the always-on sampling's; HEAPALLOC_PURGE_THREAD reads as a boolean.
 . "$top_srcdir/tests/prof_lib.sh"
 
 mkdir "$tmp/a"
@@ -13,9 +14,9 @@ head -1 "$tmp/a/p.0001.heap" | grep -q '@ heap_v2/65536$' || fail "64K is not 65
 
 mkdir "$tmp/b"
 HEAPPROFILE="$tmp/b/p" HEAP_PROFILE_CALIBRATE=0 HEAP_PROFILE_SAMPLE_INTERVAL=lots HEAP_PROFILE_CLEANUP=maybe "$W" exit 2>"$tmp/b.err" || fail "exit $?"
-eq "junk sample interval message" "$(grep -c 'HEAP_PROFILE_SAMPLE_INTERVAL=.*lots.*524288' "$tmp/b.err")" 1
+eq "junk sample interval message" "$(grep -c 'HEAP_PROFILE_SAMPLE_INTERVAL=.*lots.*2097152' "$tmp/b.err")" 1
 eq "junk cleanup message" "$(grep -c 'HEAP_PROFILE_CLEANUP=.*maybe.*1' "$tmp/b.err")" 1
-head -1 "$tmp/b/p.0001.heap" | grep -q '@ heap_v2/524288$' || fail "junk did not give the default"
+head -1 "$tmp/b/p.0001.heap" | grep -q '@ heap_v2/2097152$' || fail "junk did not give the default"
 
 # cleanup: old p.NNNN.heap go, other names stay
 mkdir "$tmp/c"
@@ -35,4 +36,34 @@ HEAPPROFILE="$tmp/c/p" HEAP_PROFILE_CLEANUP=f "$W" _exit 2>/dev/null
 mkdir "$tmp/d"
 HEAPPROFILE= "$W" exit 2>"$tmp/d.err"
 grep -q 'Starting tracking' "$tmp/d.err" && fail "empty HEAPPROFILE profiles"
+
+# one default: a session with the interval unset samples as the always-on
+# sampling does, every 2 MiB
+mkdir "$tmp/e"
+HEAPPROFILE="$tmp/e/p" HEAP_PROFILE_CALIBRATE=0 "$W" exit 2>"$tmp/e.err" || fail "exit $?"
+head -1 "$tmp/e/p.0001.heap" | grep -q '@ heap_v2/2097152$' ||
+	fail "the default session interval is not 2 MiB: $(head -1 "$tmp/e/p.0001.heap")"
+
+# one grammar: the allocator's HEAPALLOC_PURGE_THREAD is a boolean as the
+# table's are (alloc/env.c), junk said in the table's words; read when a
+# cache first holds 4 MiB, so a program that frees 64 MiB
+PY=${PYTHON3:-$(command -v python3 || true)}
+if [ -n "$PY" ]; then
+	purge() {
+		env LD_PRELOAD="$HA_LIB" HEAPALLOC_PURGE_THREAD="$1" "$PY" -c '
+import os, time
+x = [bytearray(1 << 20) for i in range(64)]
+del x
+time.sleep(0.3)
+print(sum(open("/proc/self/task/%s/comm" % t).read().strip() == "heapalloc-purge"
+          for t in os.listdir("/proc/self/task")))'
+	}
+	eq "purge thread, yes" "$(purge yes 2>"$tmp/p.err")" 1
+	eq "purge thread, yes: stderr" "$(cat "$tmp/p.err")" ""
+	eq "purge thread, off" "$(purge off 2>"$tmp/p.err")" 0
+	eq "purge thread, off: stderr" "$(cat "$tmp/p.err")" ""
+	eq "purge thread, maybe" "$(purge maybe 2>"$tmp/p.err")" 0
+	eq "purge thread, maybe: stderr" "$(cat "$tmp/p.err")" \
+		'heapalloc: HEAPALLOC_PURGE_THREAD="maybe" is not a boolean; using false'
+fi
 finish

@@ -32,7 +32,7 @@
 
 #define MIB ((size_t)1 << 20)
 #define MEAS_BYTES ((uint64_t)768 << 20)
-#define R 524288.0        /* the default HEAP_PROFILE_SAMPLE_INTERVAL */
+#define R 2097152.0       /* the default HEAP_PROFILE_SAMPLE_INTERVAL */
 
 static void (*get_stats)(heapalloc_stats *, size_t);
 

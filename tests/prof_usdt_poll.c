@@ -5,8 +5,9 @@
  *   - no tracer, the always-on sampling off (prof_usdt_poll.sh sets
  *     HEAP_PROFILE_SAMPLE_INTERVAL=0): 32 MiB allocated, nothing sampled;
  *   - semaphore set: sampling on within 17 MiB (the poll comes every
- *     16 MiB), 64 MiB of 4 KiB blocks give 128 +- 11 samples (checked
- *     within [60, 200], > 5 sd), no session runs, no file is written;
+ *     16 MiB), 256 MiB of 4 KiB blocks give 128 +- 11 samples at the
+ *     default 2 MiB (checked within [60, 200], > 5 sd), no session runs,
+ *     no file is written;
  *   - fork: the child samples on, and stops within 17 MiB of its own detach;
  *   - a session (the API) takes over while attached and hands back at its
  *     stop; blocks sampled for the probe alone are freed inside the session
@@ -82,7 +83,7 @@ int main(void)
 	int mib = mib_until(1);
 	CHECK_LE(mib, 17);
 	CHECK_EQ(stats().prof_probe_sampling, 1);
-	uint64_t n = samples_in(64 * MIB, 4096);
+	uint64_t n = samples_in(256 * MIB, 4096);
 	CHECK_GE(n, 60);
 	CHECK_LE(n, 200);
 	CHECK_EQ(heapalloc_profile_running(), 0);
@@ -124,7 +125,7 @@ int main(void)
 	CHECK_LE(mib_until(1), 17);
 	for (int i = 0; i < NB; i++)
 		free(blocks[i]);
-	CHECK_GE(samples_in(64 * MIB, 4096), 60);
+	CHECK_GE(samples_in(256 * MIB, 4096), 60);
 
 	/* detached */
 	__atomic_sub_fetch(sem, 1, __ATOMIC_RELAXED);

@@ -88,7 +88,7 @@ kill -CONT $pid
 # an unknown layout: the root's version field, rewritten in the target
 "$PY" - "$pid" <<'EOF' || fail "could not patch the root's layout"
 import sys
-sys.path.insert(0, __import__('os').environ['top_srcdir'] + '/tools')
+sys.path[:0] = [__import__('os').environ[d] + '/tools' for d in ('top_srcdir', 'top_builddir')]
 import ha_proc, os, struct
 pid = int(sys.argv[1])
 _, maps = ha_proc.read_maps(pid)

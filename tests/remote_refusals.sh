@@ -9,10 +9,10 @@
 . "$top_srcdir/tests/prof_lib.sh"
 PY=${PYTHON3:-$(command -v python3 || true)}
 [ -n "$PY" ] || { echo "SKIP: python3 not found"; exit 77; }
-out=$("$PY" - "$top_srcdir/tools" <<'PYEOF' 2>&1
+out=$("$PY" - "$top_srcdir/tools" "$top_builddir/tools" <<'PYEOF' 2>&1
 import errno, os, sys
 sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:3]    # the modules, and ha_layout.py generated in the build
 import ha_proc
 
 me = os.geteuid()

@@ -7,8 +7,8 @@
  *   log_line          keeps  0     (churns 50 MB of 256 B lines)
  *   worker_session    keeps  6 MB  (4 threads x 1 500 x 1 000 B)
  *
- * Sampling at the default 512 KiB interval, so pprof's numbers are
- * estimates within a few percent for sites this large.
+ * Sampled every 512 KiB (tools/demo sets it; the default is 2 MiB), so
+ * pprof's numbers are estimates within a few percent for sites this large.
  */
 #include <pthread.h>
 #include <stdio.h>

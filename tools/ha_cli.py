@@ -4,6 +4,7 @@
 # library and heapalloc-symbolize are comes from the entry script (main's
 # `where`).
 import argparse
+import os
 import sys
 
 import ha_proc
@@ -234,6 +235,7 @@ def usage_error(cmd, msg):
 
 def cmd_run(args, where):
     variables, sig = {}, None
+    ha_run.HELPER = os.path.join(where.libexec, 'heapalloc-options')
     for flag, (var, kind, metavar, text) in ha_run.OPTIONS.items():
         val = getattr(args, var)
         if val is None:

@@ -4,8 +4,8 @@
 OPTIONS = {
     'HEAPPROFILE': ('str', 'unset',
         'file prefix; set and non-empty turns profiling on at start'),
-    'HEAP_PROFILE_SAMPLE_INTERVAL': ('size', '524288',
-        'mean bytes between samples; 1 records every allocation; unset, the always-on sampling (nothing else set) draws at 2 MiB; 0 turns it off (a session then asked for samples at the default)'),
+    'HEAP_PROFILE_SAMPLE_INTERVAL': ('size', '2097152',
+        "mean bytes between samples (tcmalloc's 2 MiB), for the always-on sampling and a session alike; 1 records every allocation; 0 turns the always-on sampling off (a session then asked for samples at the default)"),
     'HEAP_PROFILE_ALLOCATION_INTERVAL': ('size', '1073741824',
         'dump every N bytes allocated; 0 = off'),
     'HEAP_PROFILE_DEALLOCATION_INTERVAL': ('size', '0',

@@ -13,20 +13,45 @@ import os
 import struct
 import time
 
-LAYOUT = 1
-MAGIC = b'HEAPALOC'
+import ha_layout                # generated from prof/root.h (tools/gen-layout)
+
+LAYOUT = ha_layout.LAYOUT
+MAGIC = ha_layout.MAGIC
 SYMBOL = 'heapalloc_root'
+FLAG_BACKGROUND = ha_layout.FLAGS['background']
+FLAG_FILES = ha_layout.FLAGS['files']
+FLAG_COMPAT = ha_layout.FLAGS['compat']
+FLAG_CALIBRATE = ha_layout.FLAGS['calibrate']
+OFFSET = {name: off for name, off, _ in ha_layout.ROOT}
+# Layout 1 as first published ended where its meta part begins: a root of
+# that size is whole; a part added since is read when the root's size covers it.
+ROOT_MIN = dict((f, off) for f, off, _ in ha_layout.PARTS)['meta']
+ROOT_SIZE = ha_layout.SIZE['ha_root']
 
-# prof/root.h, layout 1 (little-endian, the C structs' own padding)
-HEAD = struct.Struct('<8sII32sQQ')                      # 64
-SESSION = struct.Struct('<QQqQQQQQQQ')                  # 80
-TABLE = struct.Struct('<QQQQIIIHHHHHHHHHHHHHHHH4x')     # 80
-OBJMAP = struct.Struct('<QIIHHHHHH4x')                  # 32
-BOOKS = struct.Struct('<QQQHHHHHHHHH6x')                # 48
-ROOT_SIZE = HEAD.size + SESSION.size + TABLE.size + OBJMAP.size + BOOKS.size
-META = struct.Struct('<QQI4x')                          # 24, when size covers it
-FLAG_BACKGROUND, FLAG_FILES, FLAG_COMPAT, FLAG_CALIBRATE = 1, 2, 4, 8
 
+def _root_struct(upto):
+    """The struct.Struct of the root's fields below upto, and their names
+    (pads skipped, gaps as padding bytes)."""
+    fmt, names, at = '<', [], 0
+    for name, off, f in sorted(ha_layout.ROOT, key=lambda r: r[1]):
+        n = struct.calcsize('<' + f)
+        if off + n > upto:
+            break
+        fmt += '%dx' % (off - at) if off > at else ''
+        at = off + n
+        if name.endswith('pad_'):
+            fmt += '%dx' % n
+            continue
+        fmt += f
+        names.append((name, int(f[:-1]) if f[-1] != 's' and f[:-1] else 0))
+    return struct.Struct(fmt), names
+
+
+_ROOT = {}                      # size -> (Struct, names)
+# a field's attribute on Root: the field's own name, but for these
+_ATTR = {'table.index': 't_index', 'table.count': 't_count', 'table.chunks': 't_chunks',
+         'table.drops': 't_drops', 'table.max': 't_max', 'objmap.stripes': 'o_stripes',
+         'meta.ranges': 'meta_ranges', 'meta.count': 'meta_count', 'meta.max': 'meta_max'}
 MAX_CHUNKS = 1 << 16            # the reader's own bound on a list walk
 MAX_SLOTS = 1 << 26             # and on one stripe of the live-sample map
 MAX_NODES = 1 << 20
@@ -196,110 +221,305 @@ def file_of(pid, m):
     return None
 
 
-# ---- ELF: the symbol table and the load bias ------------------------------
+# ---- ELF: finding heapalloc_root -------------------------------------------
+# Where the root is, cheapest first, so that a process without heapalloc is
+# refused after a few small reads of each mapped object, never a whole file:
+# 1. the dynamic symbols of each loaded object, looked up in its memory as
+#    the dynamic loader does (PT_DYNAMIC, then DT_GNU_HASH or DT_HASH):
+#    libheapalloc.so (stripped or not: dh_strip keeps .dynsym), or a program
+#    that exports it (-rdynamic);
+# 2. the program file's .symtab (a static link, not stripped): its section
+#    headers, symbol table and their string table only;
+# 3. a static link stripped: the program's initialised data (the root is in
+#    .data), searched for the root's magic with a layout, size, version and
+#    pid that fit.
 
-def _elf_symbol(data, name):
-    """(st_value, st_size) of name in .dynsym or .symtab of a 64-bit
-    little-endian ELF image in data, or None; also the lowest PT_LOAD vaddr."""
-    if data[:4] != b'\x7fELF' or data[4] != 2 or data[5] != 1:
-        return None, None
-    phoff, shoff = struct.unpack_from('<QQ', data, 32)
-    phentsize, phnum, shentsize, shnum = struct.unpack_from('<HHHH', data, 54)
-    low = None
-    for i in range(phnum):
-        o = phoff + i * phentsize
-        if o + 56 > len(data):
-            break
-        p_type, _, _, p_vaddr = struct.unpack_from('<IIQQ', data, o)
-        if p_type == 1 and (low is None or p_vaddr < low):
-            low = p_vaddr
-    want = name.encode()
-    secs = []
-    for i in range(shnum):
-        o = shoff + i * shentsize
-        if o + 64 > len(data):
-            return None, low
-        secs.append(struct.unpack_from('<IIQQQQIIQQ', data, o))
-    for kind in (11, 2):        # SHT_DYNSYM first, then SHT_SYMTAB
+PT_LOAD, PT_DYNAMIC = 1, 2
+DT_NULL, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ = 0, 4, 5, 6, 10
+DT_GNU_HASH = 0x6ffffef5
+MAX_DATA_SCAN = 64 << 20        # bytes of the program's data searched, at most
+_PAGE = os.sysconf('SC_PAGE_SIZE')
+
+
+def _gnu_hash(name):
+    h = 5381
+    for c in name:
+        h = (h * 33 + c) & 0xffffffff
+    return h
+
+
+def _sysv_hash(name):
+    h = 0
+    for c in name:
+        h = ((h << 4) + c) & 0xffffffff
+        g = h & 0xf0000000
+        h ^= g >> 24
+        h &= ~g & 0xffffffff
+    return h
+
+
+class _Image:
+    """A loaded ELF object, read from the target's memory: its mappings,
+    load bias and program headers."""
+
+    def __init__(self, mem, path, maps):
+        self.path, self.maps = path, maps
+        self.head = min(maps, key=lambda m: m.offset)
+        self.lo = min(m.start for m in maps)
+        self.hi = max(m.end for m in maps)
+        self.bias, self.dyn = None, None
+        eh = mem.read(self.head.start, 64) if self.head.offset == 0 else None
+        if eh is None or eh[:4] != b'\x7fELF' or eh[4] != 2 or eh[5] != 1:
+            return
+        phoff = struct.unpack_from('<Q', eh, 32)[0]
+        phentsize, phnum = struct.unpack_from('<HH', eh, 54)
+        if phentsize < 56 or not 0 < phnum < 256:
+            return
+        ph = mem.read(self.head.start + phoff, phentsize * phnum)
+        if ph is None:
+            return
+        low, dyn = None, None
+        for i in range(phnum):
+            p_type, _, _, p_vaddr, _, _, p_memsz = struct.unpack_from('<IIQQQQQ', ph, i * phentsize)
+            if p_type == PT_LOAD and (low is None or p_vaddr < low):
+                low = p_vaddr
+            elif p_type == PT_DYNAMIC:
+                dyn = (p_vaddr, p_memsz)
+        if low is None:
+            return
+        self.bias = self.head.start - (low & ~(_PAGE - 1))
+        self.dyn = dyn
+
+    def _ptr(self, v):
+        """A d_ptr: the loader relocates them in place (glibc), or not (musl)."""
+        return v if self.lo <= v < self.hi else v + self.bias
+
+    def dynsym(self, mem, name):
+        """The address of name among the image's dynamic symbols, or None."""
+        if self.dyn is None or self.dyn[1] > 1 << 16:
+            return None
+        raw = mem.read(self.bias + self.dyn[0], self.dyn[1])
+        if raw is None:
+            return None
+        d = {}
+        for k in range(0, len(raw) - 15, 16):
+            tag, val = struct.unpack_from('<qQ', raw, k)
+            if tag == DT_NULL:
+                break
+            d.setdefault(tag, val)
+        if DT_SYMTAB not in d or DT_STRTAB not in d:
+            return None
+        symtab, strtab = self._ptr(d[DT_SYMTAB]), self._ptr(d[DT_STRTAB])
+        strsz = d.get(DT_STRSZ, 1 << 20)
+        want = name.encode()
+
+        def sym(i):
+            e = mem.read(symtab + 24 * i, 24)
+            if e is None:
+                return None, None
+            st_name, _, _, shndx, value, _ = struct.unpack_from('<IBBHQQ', e)
+            if st_name >= strsz or not value or not shndx:
+                return None, e
+            n = mem.read(strtab + st_name, len(want) + 1)
+            return (self.bias + value if n == want + b'\0' else None), e
+        if DT_GNU_HASH in d:
+            gh = self._ptr(d[DT_GNU_HASH])
+            hdr = mem.read(gh, 16)
+            if hdr is None:
+                return None
+            nbuckets, symoffset, bloom_size, bloom_shift = struct.unpack('<IIII', hdr)
+            if not nbuckets or nbuckets > 1 << 24 or bloom_size > 1 << 20:
+                return None
+            h = _gnu_hash(want)
+            word = mem.u64(gh + 16 + 8 * ((h // 64) % bloom_size)) if bloom_size else None
+            if word is None:
+                return None
+            if not (word >> (h % 64)) & (word >> ((h >> bloom_shift) % 64)) & 1:
+                return None     # the bloom filter: not here (most objects stop at this read)
+            buckets = gh + 16 + 8 * bloom_size
+            b = mem.read(buckets + 4 * (h % nbuckets), 4)
+            i = struct.unpack('<I', b)[0] if b else 0
+            if i < symoffset:
+                return None
+            chain = buckets + 4 * nbuckets
+            for _ in range(1 << 16):
+                c = mem.read(chain + 4 * (i - symoffset), 4)
+                if c is None:
+                    return None
+                c = struct.unpack('<I', c)[0]
+                if (c | 1) == (h | 1):
+                    a, _ = sym(i)
+                    if a is not None:
+                        return a
+                if c & 1:
+                    return None
+                i += 1
+            return None
+        if DT_HASH in d:
+            hh = self._ptr(d[DT_HASH])
+            hdr = mem.read(hh, 8)
+            if hdr is None:
+                return None
+            nbucket, nchain = struct.unpack('<II', hdr)
+            if not nbucket or nbucket > 1 << 24:
+                return None
+            b = mem.read(hh + 8 + 4 * (_sysv_hash(want) % nbucket), 4)
+            i = struct.unpack('<I', b)[0] if b else 0
+            seen = 0
+            while i and i < nchain and seen < 1 << 16:
+                a, _ = sym(i)
+                if a is not None:
+                    return a
+                c = mem.read(hh + 8 + 4 * nbucket + 4 * i, 4)
+                i = struct.unpack('<I', c)[0] if c else 0
+                seen += 1
+        return None
+
+
+def _symtab(path, name):
+    """(st_value, lowest PT_LOAD vaddr) of name in the file's .symtab, read
+    through its section headers (never the whole file), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        eh = os.pread(fd, 64, 0)
+        if len(eh) < 64 or eh[:4] != b'\x7fELF' or eh[4] != 2 or eh[5] != 1:
+            return None
+        phoff, shoff = struct.unpack_from('<QQ', eh, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from('<HHHH', eh, 54)
+        if shentsize < 64 or not 0 < shnum < 1 << 16 or phnum >= 256:
+            return None
+        ph = os.pread(fd, phentsize * phnum, phoff)
+        loads = [struct.unpack_from('<IIQQ', ph, i * phentsize)[3]
+                 for i in range(len(ph) // phentsize)
+                 if struct.unpack_from('<I', ph, i * phentsize)[0] == PT_LOAD]
+        sh = os.pread(fd, shentsize * shnum, shoff)
+        secs = [struct.unpack_from('<IIQQQQIIQQ', sh, i * shentsize)
+                for i in range(len(sh) // shentsize)]
+        want = name.encode() + b'\0'
         for s in secs:
-            if s[1] != kind or s[6] >= len(secs):
+            if s[1] != 2 or s[6] >= len(secs):          # SHT_SYMTAB
                 continue
             strs = secs[s[6]]
-            so, ss = strs[4], strs[5]
-            off, size, ent = s[4], s[5], s[9] or 24
-            for k in range(off, min(off + size, len(data)) - ent + 1, ent):
-                st_name, _, _, _, st_value, st_size = struct.unpack_from('<IBBHQQ', data, k)
-                if not st_value or st_name >= ss:
-                    continue
-                a = so + st_name
-                if data[a:a + len(want) + 1] == want + b'\0':
-                    return (st_value, st_size), low
-    return None, low
+            if s[5] > 1 << 30 or strs[5] > 1 << 30:
+                return None
+            syms = os.pread(fd, s[5], s[4])
+            names = os.pread(fd, strs[5], strs[4])
+            ent = s[9] or 24
+            at = names.find(b'\0' + want)
+            if at < 0:
+                return None
+            at += 1
+            for k in range(0, len(syms) - ent + 1, ent):
+                st_name, _, _, _, st_value, _ = struct.unpack_from('<IBBHQQ', syms, k)
+                if st_name == at and st_value:
+                    return st_value, (min(loads) if loads else 0)
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
-def find_root(pid, maps):
-    """The address of heapalloc_root in the target: the libheapalloc
-    mapping's ELF first, then the program's, then every other file."""
-    files = []
-    seen = set()
+def _root_in_data(mem, pid, exe):
+    """A stripped static program: the root in its initialised data (its
+    writable mappings of the file), told by its magic, a layout, size and
+    version that fit and its pid; or None."""
+    left = MAX_DATA_SCAN
+    # the pid it filled in is its own, in its PID namespace (0: not yet)
+    pids = {0, pid} | {int(p) for p in (_status_field(pid, 'NSpid') or []) if p.isdigit()}
+    for m in exe.maps:
+        if 'w' not in m.perms or 'r' not in m.perms:
+            continue
+        n = min(m.end - m.start, left)
+        left -= n
+        buf = mem.read(m.start, n) if n > 0 else None
+        if buf is None:
+            continue
+        at = buf.find(MAGIC)
+        while at >= 0:
+            if at % 8 == 0 and at + ROOT_MIN <= len(buf):
+                layout, size = struct.unpack_from('<II', buf, at + OFFSET['layout'])
+                pid_at = struct.unpack_from('<Q', buf, at + OFFSET['pid'])[0]
+                ver = buf[at + OFFSET['version']:at + OFFSET['seq']]
+                if (0 < layout < 1 << 16 and 64 <= size <= 1 << 16 and b'\0' in ver
+                        and pid_at in pids):
+                    return m.start + at
+            at = buf.find(MAGIC, at + 1)
+    return None
+
+
+def find_root(pid, maps, mem=None):
+    """(address of heapalloc_root in the target, the file that holds it), or
+    raise the ProcError that says why there is none."""
+    own = mem is None
+    if own:
+        mem = Mem(pid)
+    try:
+        return _find_root(pid, maps, mem)
+    finally:
+        if own:
+            mem.close()
+
+
+def _find_root(pid, maps, mem):
+    by = {}
     for m in maps:
-        if not m.path.startswith('/') or m.path in seen or m.inode == 0:
-            continue
-        seen.add(m.path)
-        files.append(m.path)
-    exe = maps[0].path if maps else ''
-    files.sort(key=lambda p: (0 if 'heapalloc' in os.path.basename(p) else
-                              1 if p == exe else 2))
-    for path in files:
-        first = [m for m in maps if m.path == path]
-        base = min((m for m in first), key=lambda m: m.offset)
-        if base.offset != 0:
-            continue
-        f = file_of(pid, base)
-        if not f:
-            continue
-        try:
-            with open(f, 'rb') as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        sym, low = _elf_symbol(data, SYMBOL)
-        if sym is None:
-            continue
-        bias = base.start - (low & ~0xfff if low else 0)
-        return bias + sym[0], path
-    return None, None
+        if m.path.startswith('/') and m.inode:
+            by.setdefault(m.path, []).append(m)
+    try:                        # the program: not the first mapping when an
+        exe_path = os.readlink(_proc(pid, 'exe'))   # allocator reserved low memory
+    except OSError:
+        exe_path = next((m.path for m in maps if m.path.startswith('/')), '')
+    # the loader's order where it matters (the program first: a program
+    # that refers to the root holds the copy everyone uses), then the
+    # library named heapalloc, then the rest
+    order = sorted(by, key=lambda p: (0 if p == exe_path else
+                                      1 if 'heapalloc' in os.path.basename(p) else 2))
+    images = [_Image(mem, p, by[p]) for p in order]
+    for im in images:
+        a = im.dynsym(mem, SYMBOL)
+        if a is not None:
+            return a, im.path
+    exe = next((im for im in images if im.path == exe_path), None)
+    if exe is not None and exe.bias is not None:
+        f = file_of(pid, exe.head)
+        got = _symtab(f, SYMBOL) if f else None
+        if got is not None:
+            return exe.bias + got[0], exe.path
+        a = _root_in_data(mem, pid, exe)
+        if a is not None:
+            return a, exe.path
+    if not alive(pid):
+        raise exited(pid)
+    raise ProcError('process %d does not run heapalloc (no %s in the dynamic symbols of its '
+                    '%d mapped files, its program\'s symbol table or data)'
+                    % (pid, SYMBOL, len(images)))
 
 
 # ---- the root, the table and the books -------------------------------------
 
 class Root:
+    """The root's fields as attributes (prof/root.h's names; _ATTR's where
+    two parts share one), those its size covers."""
+
     def __init__(self, raw):
-        (self.magic, self.layout, self.size, ver, self.seq, self.pid) = HEAD.unpack_from(raw, 0)
-        self.version = ver.split(b'\0', 1)[0].decode('ascii', 'replace')
-        o = HEAD.size
-        s = SESSION.unpack_from(raw, o)
-        (self.running, self.flags, self.rate, b0, b1, r0, r1, self.rec, self.samples,
-         self.gen) = s
-        self.base, self.base_req = (b0, b1), (r0, r1)
-        o += SESSION.size
-        t = TABLE.unpack_from(raw, o)
-        (self.t_index, self.t_count, self.t_chunks, self.t_drops, self.t_max,
-         self.depth_max, self.chunk_bytes, self.chunk_next, self.chunk_used,
-         self.chunk_mem, self.b_size, self.b_hash, self.b_alloc_count, self.b_alloc_bytes,
-         self.b_free_count, self.b_free_bytes, self.b_skey, self.b_depth, self.b_idx,
-         self.b_pcs, self.b_life, self.life_bins, _) = t
-        o += TABLE.size
-        (self.o_stripes, self.nstripes, self.stripe_size, self.s_slots, self.s_n, self.s_used,
-         self.slot_size, self.addr_bits, self.slot_time) = OBJMAP.unpack_from(raw, o)
-        o += OBJMAP.size
-        b = BOOKS.unpack_from(raw, o)
-        (self.registry, self.retired, self.own, self.node_size, self.node_next,
-         self.node_live, self.node_alloc, self.node_net, self.node_big, self.node_cached,
-         self.node_req_alloc, self.node_req_free) = b
-        self.meta = None
-        if self.size >= ROOT_SIZE + META.size and len(raw) >= ROOT_SIZE + META.size:
-            self.meta = META.unpack_from(raw, ROOT_SIZE)   # ranges, count, max
+        size = min(len(raw), ROOT_SIZE)
+        if size not in _ROOT:
+            _ROOT[size] = _root_struct(size)
+        st, names = _ROOT[size]
+        vals = list(st.unpack_from(raw, 0))
+        for name, count in names:
+            if count:
+                v, vals = tuple(vals[:count]), vals[count:]
+            else:
+                v = vals.pop(0)
+            setattr(self, _ATTR.get(name, name.rpartition('.')[2]), v)
+        self.version = self.version.split(b'\0', 1)[0].decode('ascii', 'replace')
+        self.meta = ((self.meta_ranges, self.meta_count, self.meta_max)
+                     if hasattr(self, 'meta_max') else None)
 
 
 class Line:
@@ -311,37 +531,41 @@ class Snapshot:
 
 
 def read_root(mem, addr, pid):
-    raw = mem.read(addr, ROOT_SIZE)
+    raw = mem.read(addr, ROOT_MIN)
     if raw is None:
         raise ProcError('process %d: heapalloc_root at 0x%x is not readable' % (pid, addr))
-    if raw[:8] != MAGIC:
+    if raw[:len(MAGIC)] != MAGIC:
         raise ProcError('process %d: heapalloc_root at 0x%x has no heapalloc magic' % (pid, addr))
-    if struct.unpack_from('<I', raw, 12)[0] >= ROOT_SIZE + META.size:
-        raw = mem.read(addr, ROOT_SIZE + META.size) or raw
+    size = struct.unpack_from('<I', raw, OFFSET['size'])[0]
+    if size > ROOT_MIN:         # the parts since: what both the root and we know
+        raw = mem.read(addr, min(size, ROOT_SIZE)) or raw
     r = Root(raw)
-    if r.layout != LAYOUT or r.size < ROOT_SIZE:
+    if r.layout != LAYOUT or r.size < ROOT_MIN:
         raise ProcError('process %d runs heapalloc %s with profile layout version %d; this '
                         'reader (heapalloc %s) knows layout version %d only'
                         % (pid, r.version or '?', r.layout, READER_VERSION, LAYOUT))
     return r
 
 
-_U16, _U32, _QQ = struct.Struct('<H'), struct.Struct('<I'), struct.Struct('<QQ')
+_U16, _U32, _U64 = struct.Struct('<H'), struct.Struct('<I'), struct.Struct('<Q')
+_QQ = struct.Struct('<QQ')
 _PCS = {}
 
 
 def _bucket(r, buf, off, want_idx):
     """A Line from the bucket at buf[off:], or None when it is torn or not
     bucket want_idx."""
-    if off + r.b_pcs > len(buf):
+    if off + r.b_size > len(buf):
         return None
     depth = _U16.unpack_from(buf, off + r.b_depth)[0]
     idx = _U32.unpack_from(buf, off + r.b_idx)[0]
     if idx != want_idx or depth > r.depth_max or off + r.b_pcs + 8 * depth > len(buf):
         return None
     l = Line()
-    ac, ab = _QQ.unpack_from(buf, off + r.b_alloc_count)
-    fc, fb = _QQ.unpack_from(buf, off + r.b_free_count)
+    ac = _U64.unpack_from(buf, off + r.b_alloc_count)[0]
+    ab = _U64.unpack_from(buf, off + r.b_alloc_bytes)[0]
+    fc = _U64.unpack_from(buf, off + r.b_free_count)[0]
+    fb = _U64.unpack_from(buf, off + r.b_free_bytes)[0]
     l.alloc_count, l.alloc_bytes = ac, ab
     l.free_count = fc if fc < ac else ac      # frees never exceed allocations
     l.free_bytes = fb if fb < ab else ab
@@ -351,7 +575,7 @@ def _bucket(r, buf, off, want_idx):
     l.pcs = st.unpack_from(buf, off + r.b_pcs)
     l.idx = idx
     l.life = (struct.unpack_from('<%dQ' % r.life_bins, buf, off + r.b_life)
-              if r.b_life and r.life_bins and r.b_life + 8 * r.life_bins <= r.b_pcs else ())
+              if r.b_life and r.life_bins and r.b_life + 8 * r.life_bins <= r.b_size else ())
     return l
 
 
@@ -369,28 +593,30 @@ def _read_lines(mem, r):
     if idx is None:
         return None
     ptrs = struct.unpack('<%dQ' % n, idx)
-    # the buckets are carved from chunks: copy them whole, a few reads
+    # the buckets are carved from chunks: copy them whole, a few reads;
+    # a chunk's buckets lie between its mem and mem + used as copied
     chunks = {}
     c = mem.u64(r.t_chunks)
     while c and len(chunks) < MAX_CHUNKS and c not in chunks:
         buf = mem.read(c, r.chunk_bytes)
         if buf is None:
             return None
-        chunks[c] = buf
-        c = struct.unpack_from('<Q', buf, r.chunk_next)[0]
+        used = _U64.unpack_from(buf, r.chunk_used)[0]
+        chunks[c] = (buf, c + r.chunk_mem + min(used, r.chunk_bytes - r.chunk_mem))
+        c = _U64.unpack_from(buf, r.chunk_next)[0]
     bases = sorted(chunks)
     lines, torn = [], 0
     for i, p in enumerate(ptrs):
         k = bisect.bisect_right(bases, p) - 1
         l = None
-        if k >= 0 and p < bases[k] + r.chunk_bytes:
-            l = _bucket(r, chunks[bases[k]], p - bases[k], i)
-        if l is None:           # a chunk newer than our walk, or torn: read it alone
-            buf = mem.read(p, r.b_pcs) if p else None
+        if k >= 0 and bases[k] + r.chunk_mem <= p < chunks[bases[k]][1]:
+            l = _bucket(r, chunks[bases[k]][0], p - bases[k], i)
+        if l is None:           # carved after our copy of its chunk, or torn: read it alone
+            buf = mem.read(p, r.b_size) if p else None
             if buf is not None:
-                depth = struct.unpack_from('<H', buf, r.b_depth)[0]
+                depth = _U16.unpack_from(buf, r.b_depth)[0]
                 if depth <= r.depth_max:
-                    buf = mem.read(p, r.b_pcs + 8 * depth)
+                    buf = mem.read(p, max(r.b_size, r.b_pcs + 8 * depth))
                     l = _bucket(r, buf, 0, i) if buf is not None else None
         if l is None:
             torn += 1
@@ -414,10 +640,11 @@ def _read_ages(mem, r):
     mask = (1 << r.addr_bits) - 1
     for i in range(r.nstripes):
         o = i * r.stripe_size
-        slots = struct.unpack_from('<Q', raw, o + r.s_slots)[0]
-        n = struct.unpack_from('<Q', raw, o + r.s_n)[0]
-        if not slots or not n or n > MAX_SLOTS:
-            continue
+        slots = _U64.unpack_from(raw, o + r.s_slots)[0]
+        n = _U64.unpack_from(raw, o + r.s_n)[0]
+        used = _U64.unpack_from(raw, o + r.s_used)[0]
+        if not slots or not n or not used or n > MAX_SLOTS:
+            continue            # no map, or a stripe with no live sample
         buf = mem.read(slots, n * r.slot_size)
         if buf is None:
             continue
@@ -486,6 +713,17 @@ def sampling_snapshot(pid, mem, maps, nothing):
     """snapshot(), refused (ProcError) when the target samples nothing;
     `nothing` ends the message: what the caller then has no use for."""
     snap = snapshot(pid, mem, maps)
+    # between a stop and the start that follows it (the API's stop starts
+    # the always-on sampling again): a moment, worth 200 ms of waiting
+    deadline = time.monotonic() + 0.2
+    while not snap.root.running and snap.root.gen and time.monotonic() < deadline:
+        time.sleep(0.01)
+        snap = snapshot(pid, mem, maps)
+    if not snap.root.running and snap.root.gen:
+        raise ProcError('process %d runs heapalloc %s with sampling stopped (its '
+                        'session was stopped, and HEAP_PROFILE_SAMPLE_INTERVAL=0 keeps '
+                        'the always-on sampling off)%s'
+                        % (pid, snap.root.version, nothing))
     if not snap.root.running:
         raise ProcError('process %d runs heapalloc %s with sampling off '
                         '(HEAP_PROFILE_SAMPLE_INTERVAL=0)%s' % (pid, snap.root.version, nothing))
@@ -500,20 +738,20 @@ def snapshot(pid, mem=None, maps=None):
     if mem is None:
         mem = Mem(pid)
     try:
-        addr, lib = find_root(pid, maps)
-        if addr is None:
-            if not alive(pid):
-                raise exited(pid)
-            raise ProcError('process %d does not run heapalloc (no %s in its libraries or '
-                            'program)' % (pid, SYMBOL))
+        addr, lib = find_root(pid, maps, mem)
         deadline = time.monotonic() + 2.0
         while True:
             r = read_root(mem, addr, pid)
             if not r.seq & 1:
+                # everything the table and the map hold is read before seq
+                # is read again: a stop frees them, and a copy of freed
+                # memory is thrown away with the seq that changed
                 got = _read_lines(mem, r) if r.running else ([], 0)
                 books = _read_books(mem, r)
                 rec = mem.read(r.rec, 16) if r.running and r.rec else None
-                seq = mem.u64(addr + 48)
+                ages = _read_ages(mem, r) if r.running and got is not None else None
+                drops = mem.u64(r.t_drops) if r.running and r.t_drops else 0
+                seq = mem.u64(addr + OFFSET['seq'])
                 if got is not None and books is not None and seq == r.seq:
                     break
             if time.monotonic() > deadline:
@@ -525,7 +763,8 @@ def snapshot(pid, mem=None, maps=None):
         snap.lines, snap.torn = got
         snap.books = books
         snap.rec = struct.unpack('<2Q', rec) if rec else (0, 0)
-        snap.ages = _read_ages(mem, r) if r.running else None
+        snap.ages = ages
+        snap.drops = drops or 0
         # the clock the samples' times are on (prof/ages.c)
         snap.now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         snap.time = time.time()

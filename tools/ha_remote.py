@@ -206,6 +206,9 @@ class Profile:
         if snap.torn:
             out.append('heapalloc dump: %d sites changing while read were left out'
                        % snap.torn)
+        if getattr(snap, 'drops', 0):
+            out.append('heapalloc dump: %d samples were dropped, the stack table being full'
+                       % snap.drops)
         return out
 
 

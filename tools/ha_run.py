@@ -15,33 +15,29 @@ import subprocess
 
 import ha_options
 
-SIZE_RE = re.compile(r'^[0-9]+(?:[kKmMgGtT]i?)?(?:B|(?<=[kKmMgGtTi])b)?$')
-NUMBER_RE = re.compile(r'^[0-9]+$')
-SIG_NAMES = ('HUP INT QUIT USR1 USR2 PIPE ALRM TERM CHLD CONT TSTP TTIN TTOU URG '
-             'XCPU XFSZ VTALRM PROF WINCH IO PWR SYS TRAP').split()
+# heapalloc-options (tools/options.c): the library's own grammar of the
+# variables (alloc/env.c), asked how it reads each value, so that run
+# refuses exactly what the library would; set by the command (where.libexec)
+HELPER = None
+
+
+def library_reads(kind, values):
+    """How the library reads each of values as a KIND (tools/gen-options'
+    names): [the number, or None for junk]."""
+    if not HELPER:
+        raise RuntimeError('ha_run.HELPER is not set (the path of heapalloc-options)')
+    try:
+        out = subprocess.run([HELPER, kind] + list(values), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, check=True).stdout.decode().split('\n')
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError('cannot run %s: %s' % (HELPER, e))
+    return [None if v == '-' else int(v) for v in out[:len(values)]]
 
 
 def parse_signal(s):
     """The library's signal syntax: a number, a name with or without SIG,
     RTMIN+n or RTMAX-n.  Returns the number or None."""
-    if NUMBER_RE.match(s):
-        n = int(s)
-    else:
-        t = s.upper()
-        if t.startswith('SIG'):
-            t = t[3:]
-        m = re.match(r'^RTM(IN|AX)(?:([+-])([0-9]+))?$', t)
-        if t in SIG_NAMES:
-            n = int(getattr(signal, 'SIG' + t))
-        elif m and (m.group(2) is None or m.group(2) == ('+' if m.group(1) == 'IN' else '-')):
-            k = int(m.group(3) or 0)
-            n = signal.SIGRTMIN + k if m.group(1) == 'IN' else signal.SIGRTMAX - k
-        else:
-            return None
-    if n <= 0 or n >= signal.NSIG or n in (signal.SIGKILL, signal.SIGSTOP):
-        return None
-    return int(n)
-
+    return library_reads('signal', [s])[0]
 
 
 # flag -> (variable, metavar): the options run takes.  What each one is and
@@ -61,26 +57,17 @@ OPTIONS = {flag: (var, ha_options.OPTIONS[var][0], metavar,
            for flag, var, metavar in FLAGS}
 
 
-def fits(val, pattern):
-    """val matches pattern and, as the library reads it (prof/options.c),
-    fits in an int64 once its k/M/G/T suffix is applied."""
-    if not pattern.match(val):
-        return False
-    m = re.match(r'^([0-9]+)([kKmMgGtT]?)', val)
-    return int(m.group(1)) << (10 * ' kmgt'.index(m.group(2).lower() or ' ')) < 1 << 63
+WHY = {'size': 'is not a size in bytes (such as 524288, 512k, 64M)',
+       'seconds': 'is not a whole number of seconds',
+       'signal': 'is not a signal that can be caught (a number or a name such as USR2)',
+       'format': 'is not text, pprof or both'}
 
 
 def value_problem(flag, val):
     """Why val is no good for flag, or None."""
     kind = OPTIONS[flag][1]
-    if kind == 'size' and not fits(val, SIZE_RE):
-        return '%s %r is not a size in bytes (such as 524288, 512k, 64M)' % (flag, val)
-    if kind == 'seconds' and not fits(val, NUMBER_RE):
-        return '%s %r is not a whole number of seconds' % (flag, val)
-    if kind == 'signal' and parse_signal(val) is None:
-        return '%s %r is not a signal that can be caught (a number or a name such as USR2)' % (flag, val)
-    if kind == 'format' and val.lower() not in ('text', 'pprof', 'both'):
-        return '%s %r is not text, pprof or both' % (flag, val)
+    if library_reads(kind, [val])[0] is None:
+        return '%s %r %s' % (flag, val, WHY.get(kind, 'is not a %s' % kind))
     return None
 
 

@@ -90,16 +90,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* the parsers on the first string */
 	int64_t a = -7, b = -7;
-	int ea = ha_options_parse_size(buf, &a), eb = ref_size(buf, &b);
+	int ea = ha_env_parse_size(buf, &a), eb = ref_size(buf, &b);
 	if ((ea == 0) != (eb == 0))
 		die(ea ? "parse_size refused a valid size" : "parse_size accepted junk", buf);
 	if (ea == 0 && a != b)
 		die("parse_size gave the wrong value", buf);
 	a = -7;
-	if (ha_options_parse_bool(buf, &a) == 0 && a != 0 && a != 1)
+	if (ha_env_parse_bool(buf, &a) == 0 && a != 0 && a != 1)
 		die("parse_bool gave neither 0 nor 1", buf);
 	a = -7;
-	if (ha_options_parse_signal(buf, &a) == 0 &&
+	if (ha_env_parse_signal(buf, &a) == 0 &&
 	    (a < 1 || a >= NSIG || a == SIGKILL || a == SIGSTOP))
 		die("parse_signal accepted an invalid signal", buf);
 

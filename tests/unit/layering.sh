@@ -2,10 +2,10 @@
 # layering.sh — the layers include/ <- alloc/ <- prof/ <- tools/ hold: the
 # allocator includes nothing of prof/ or tools/; the profiler includes of
 # alloc/ only the interface (hooks.h) and the shared helpers (base.h,
-# debug.h, lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
+# debug.h, env.h, lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
 # sym/ (the symboliser plugin) includes of the library only the plugin
-# interface prof/sym_abi.h; tools/ includes neither's internals but the two
-# standalone interfaces it shares (prof/pb.h, prof/leakscan.h).  (That the
+# interface prof/sym_abi.h; tools/ includes neither's internals but the three
+# standalone interfaces it shares (prof/pb.h, prof/leakscan.h, alloc/env.h).  (That the
 # allocator links without the profiler is tests/unit/alloc_units; that the
 # profiler links over alloc/hooks.h alone is tests/unit/prof_alone; an
 # undeclared call fails the build: -Werror=implicit-function-declaration.)
@@ -17,7 +17,7 @@ for f in "$top"/alloc/*.[ch] "$top"/alloc/*.cc; do
 	grep -Hn '#include "\(prof\|tools\)/' "$f" && bad "$f includes the profiler or tools"
 done
 for f in "$top"/prof/*.[ch]; do
-	grep -Hn '#include "alloc/' "$f" | grep -v '"alloc/\(hooks\|base\|debug\|lock\|log\|sys\)\.h"' &&
+	grep -Hn '#include "alloc/' "$f" | grep -v '"alloc/\(hooks\|base\|debug\|env\|lock\|log\|sys\)\.h"' &&
 		bad "$f includes allocator internals"
 done
 for f in "$top"/prof/*.[ch]; do
@@ -28,7 +28,8 @@ for f in "$top"/sym/*.[ch]; do
 		bad "$f includes library internals"
 done
 for f in "$top"/tools/*.c; do
-	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v '"prof/\(pb\|leakscan\)\.h"' &&
+	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v '"prof/\(pb\|leakscan\)\.h"' |
+		grep -v '"alloc/env\.h"' &&
 		bad "$f includes library internals"
 done
 # prof/session.h names the files that may include it; alloc/hooks.h's

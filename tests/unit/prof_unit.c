@@ -81,48 +81,48 @@ static void sampler(void)
 static void options(void)
 {
 	int64_t v;
-	CHECK_EQ(ha_options_parse_size("524288", &v), 0);
+	CHECK_EQ(ha_env_parse_size("524288", &v), 0);
 	CHECK_EQ(v, 524288);
-	CHECK_EQ(ha_options_parse_size("64M", &v), 0);
+	CHECK_EQ(ha_env_parse_size("64M", &v), 0);
 	CHECK_EQ(v, 64 << 20);
-	CHECK_EQ(ha_options_parse_size("1g", &v), 0);
+	CHECK_EQ(ha_env_parse_size("1g", &v), 0);
 	CHECK_EQ(v, 1 << 30);
-	CHECK_EQ(ha_options_parse_size("512KiB", &v), 0);
+	CHECK_EQ(ha_env_parse_size("512KiB", &v), 0);
 	CHECK_EQ(v, 512 << 10);
-	CHECK_EQ(ha_options_parse_size("0", &v), 0);
+	CHECK_EQ(ha_env_parse_size("0", &v), 0);
 	CHECK_EQ(v, 0);
 	const char *junk[] = { "", "abc", "-1", "12abc", "0x10", " 12", "1.5", "8E",
 			       "18446744073709551616", "18446744073709551617",
 			       "9223372036854775808", "16777216T" };
 	for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
-		CHECK_EQ(ha_options_parse_size(junk[i], &v), EINVAL);
-	CHECK_EQ(ha_options_parse_size("9223372036854775807", &v), 0);
+		CHECK_EQ(ha_env_parse_size(junk[i], &v), EINVAL);
+	CHECK_EQ(ha_env_parse_size("9223372036854775807", &v), 0);
 	CHECK_EQ(v, INT64_MAX);
 
 	const char *yes[] = { "", "t", "T", "y", "Y", "1", "true", "yes" };
 	const char *no[] = { "f", "F", "n", "N", "0", "false", "no" };
 	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
-		CHECK_EQ(ha_options_parse_bool(yes[i], &v), 0);
+		CHECK_EQ(ha_env_parse_bool(yes[i], &v), 0);
 		CHECK_EQ(v, 1);
 	}
 	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
-		CHECK_EQ(ha_options_parse_bool(no[i], &v), 0);
+		CHECK_EQ(ha_env_parse_bool(no[i], &v), 0);
 		CHECK_EQ(v, 0);
 	}
-	CHECK_EQ(ha_options_parse_bool("12abc", &v), EINVAL);
-	CHECK_EQ(ha_options_parse_bool("2", &v), EINVAL);
+	CHECK_EQ(ha_env_parse_bool("12abc", &v), EINVAL);
+	CHECK_EQ(ha_env_parse_bool("2", &v), EINVAL);
 
-	CHECK_EQ(ha_options_parse_signal("SIGUSR2", &v), 0);
+	CHECK_EQ(ha_env_parse_signal("SIGUSR2", &v), 0);
 	CHECK_EQ(v, SIGUSR2);
-	CHECK_EQ(ha_options_parse_signal("usr1", &v), 0);
+	CHECK_EQ(ha_env_parse_signal("usr1", &v), 0);
 	CHECK_EQ(v, SIGUSR1);
-	CHECK_EQ(ha_options_parse_signal("12", &v), 0);
+	CHECK_EQ(ha_env_parse_signal("12", &v), 0);
 	CHECK_EQ(v, 12);
-	CHECK_EQ(ha_options_parse_signal("RTMIN+1", &v), 0);
+	CHECK_EQ(ha_env_parse_signal("RTMIN+1", &v), 0);
 	CHECK_EQ(v, SIGRTMIN + 1);
 	const char *badsig[] = { "", "0", "9", "SIGKILL", "SIGSTOP", "99", "NOSUCHSIG", "12abc", "1k" };
 	for (size_t i = 0; i < sizeof badsig / sizeof badsig[0]; i++)
-		CHECK_EQ(ha_options_parse_signal(badsig[i], &v), EINVAL);
+		CHECK_EQ(ha_env_parse_signal(badsig[i], &v), EINVAL);
 
 	/* fractions in parts per million */
 	const struct { const char *s; int64_t v; } frac[] = {
@@ -132,13 +132,13 @@ static void options(void)
 	};
 	for (size_t i = 0; i < sizeof frac / sizeof frac[0]; i++) {
 		v = -1;
-		CHECK_EQ(ha_options_parse_fraction(frac[i].s, &v), 0);
+		CHECK_EQ(ha_env_parse_fraction(frac[i].s, &v), 0);
 		CHECK_EQ(v, frac[i].v);
 	}
 	const char *badfrac[] = { "", "90", "1.01", "101%", "0.9x", "%", ".", "-0.5", "0.9%%",
 				  "99999999999999999999" };
 	for (size_t i = 0; i < sizeof badfrac / sizeof badfrac[0]; i++)
-		CHECK_EQ(ha_options_parse_fraction(badfrac[i], &v), EINVAL);
+		CHECK_EQ(ha_env_parse_fraction(badfrac[i], &v), EINVAL);
 }
 
 static void size_keys(void)
@@ -446,10 +446,38 @@ static void ages_parts(void)
 	CHECK_EQ(ha_age_seconds(now, now + s), 0);       /* sampled after the dump's clock */
 }
 
+/* One default: HEAP_PROFILE_SAMPLE_INTERVAL unset gives the always-on
+ * sampling and a session the same 2 MiB; 0 switches the always-on sampling
+ * off and leaves a session the default; a size applies to both. */
+static void one_default(void)
+{
+	char *unset[] = { "PATH=/bin", NULL };
+	ha_options_load_from(unset);
+	CHECK_EQ(ha_prof_opt.sample_interval, 2097152);
+	CHECK_EQ(ha_prof_opt.always_on, 2097152);
+	char *off[] = { "HEAP_PROFILE_SAMPLE_INTERVAL=0", NULL };
+	ha_options_load_from(off);
+	CHECK_EQ(ha_prof_opt.sample_interval, 2097152);
+	CHECK_EQ(ha_prof_opt.always_on, 0);
+	char *set[] = { "HEAP_PROFILE_SAMPLE_INTERVAL=64k", NULL };
+	ha_options_load_from(set);
+	CHECK_EQ(ha_prof_opt.sample_interval, 65536);
+	CHECK_EQ(ha_prof_opt.always_on, 65536);
+	/* the grammar by kind name, as heapalloc-options asks it */
+	int64_t v;
+	CHECK_EQ(ha_env_parse("size", "2M", &v), 0);
+	CHECK_EQ(v, 2097152);
+	CHECK_EQ(ha_env_parse("seconds", "2M", &v), EINVAL);
+	CHECK_EQ(ha_env_parse("bool", "on", &v), 0);
+	CHECK_EQ(v, 1);
+	CHECK_EQ(ha_env_parse("nosuchkind", "1", &v), ENOENT);
+}
+
 int main(void)
 {
 	sampler();
 	options();
+	one_default();
 	size_keys();
 	objmap_and_table();
 	table_grows();
