@@ -108,14 +108,26 @@ const ha_sym_ops *ha_names_ops(void)
 	char path[PATH_MAX + 64];
 	void *h = NULL;
 	const char *why = NULL;
+	/* installed: in heapalloc/ beside the library (pkglibdir); in a
+	 * build tree: beside it */
+	static const char *const where[] = { "/heapalloc/" HA_SYM_PLUGIN, "/" HA_SYM_PLUGIN };
 	if (dir_of((uintptr_t)ha_names_ops, path, PATH_MAX) == 0) {
 		size_t n = strlen(path);
-		memcpy(path + n, "/" HA_SYM_PLUGIN, sizeof "/" HA_SYM_PLUGIN);
-		if (access(path, F_OK) == 0) {
-			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-			why = h ? NULL : dlerror();
+		for (int i = 0; i < 2 && !h && !why; i++) {
+			strcpy(path + n, where[i]);
+			if (access(path, F_OK) == 0) {
+				h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+				why = h ? NULL : dlerror();
+			}
 		}
 	}
+#ifdef HA_PKGLIBDIR
+	/* a static link: where it was installed to */
+	if (!h && !why && access(HA_PKGLIBDIR "/" HA_SYM_PLUGIN, F_OK) == 0) {
+		h = dlopen(HA_PKGLIBDIR "/" HA_SYM_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+		why = h ? NULL : dlerror();
+	}
+#endif
 	if (!h && !why) {
 		h = dlopen(HA_SYM_PLUGIN, RTLD_NOW | RTLD_LOCAL);
 		why = h ? NULL : dlerror();

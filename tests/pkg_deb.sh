@@ -95,6 +95,15 @@ int main(void)
 {
 	for (int i = 0; i < 10; i++)
 		leak_site(i);
+#ifdef SERVED
+	void *buf;
+	size_t len;
+	FILE *f = fopen("served.pb.gz", "wb");
+	if (heapalloc_profile_pprof(&buf, &len) != 0 || !f || fwrite(buf, 1, len, f) != len ||
+	    fclose(f) != 0)
+		return 1;
+	free(buf);
+#endif
 #ifndef PLAIN
 	printf("%s\n", heapalloc_version());
 #endif
@@ -140,4 +149,14 @@ eq "heapalloc run: leak_site" "$(site d_run/p.0001.heap ./plain)" "10 40960 "
 heapalloc-symbolize -o named.pb.gz d_shared/p.0001.heap 2>sym.err || fail "heapalloc-symbolize: $(cat sym.err)"
 mv shared shared.gone
 eq "symbolized: leak_site" "$(site named.pb.gz '')" "10 40960 "
+# named in the process by the plugin libheapalloc0 carries in its private
+# folder, the binary gone before pprof reads it
+dpkg -L libheapalloc0 | grep -q '^/usr/lib/.*/heapalloc/libheapalloc-sym\.so$' ||
+	fail "libheapalloc0 does not carry heapalloc/libheapalloc-sym.so"
+cc -g -O1 -DSERVED -o served prog.c $(pkg-config --cflags --libs heapalloc) || fail "cc -DSERVED"
+mkdir d_served
+HEAPPROFILE="$work/d_served/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 ./served >served.out 2>served.err ||
+	fail "served: status $?: $(cat served.err)"
+rm -f served
+eq "served, named in the process: leak_site" "$(site served.pb.gz '')" "10 40960 "
 finish
