@@ -375,8 +375,6 @@ typedef struct ha_tcache {
 	unsigned budget_skips;   /* budget checks skipped since the last count */
 	uint64_t max_bytes;      /* sum of list max * class size: a bound on
 				  * the cache's bytes at every slow path */
-	uint64_t counted;        /* the cache's bytes at its last count
-				  * (enforce_budget) */
 	void **slab;             /* node->slab while state == 1 */
 	uint32_t used_at;        /* ms clock of this cache's last refill or overflow */
 	uint32_t max[HA_NCLASSES];

@@ -376,25 +376,12 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
 /* Over its share of the total budget, the cache gives back half of every
  * list (and lowers their max) until it is under.  Every list holds at most
  * its max at a slow path, so while the maxes add up to no more than the
- * budget the count (a pass over every class, ~430 instructions) is skipped
- * — but for every 64th call, which keeps node->cached_bytes (statistics)
- * fresh.  Maxes past the budget are common (slow start takes each class
- * to 64-128 KiB whatever the budget, so a few dozen classes in use pass
- * the 4 MiB of a thread among five), while the cache mostly holds far
- * less: counting on every refill and overflow was a sixth of the
- * allocator's instructions in bench/service reqresp (a count every 24
- * messages, the cache at 2.2-2.7 MiB of its 4).  So a cache whose last
- * count found it BUDGET_SLACK or more under the budget counts on every 8th
- * call only: in the 7 between, refills add at most 7 x 128 KiB (a refill
- * takes a batch or half a list's max, each <= 128 KiB), and what frees add
- * stays within the maxes, as it always did between two slow paths.  Under
- * a budget of 1 MiB or less (32 threads or more) every call counts. */
-#define BUDGET_SLACK ((uint64_t)1 << 20)
+ * budget the count (a pass over every class) is skipped — but for every
+ * 64th call, which keeps node->cached_bytes (statistics) fresh. */
 static void enforce_budget(ha_tcache *tc)
 {
 	uint64_t b = budget(), have;
-	unsigned skip = tc->max_bytes <= b ? 63 : tc->counted + BUDGET_SLACK <= b ? 7 : 0;
-	if (++tc->budget_skips & skip)
+	if (tc->max_bytes <= b && (++tc->budget_skips & 63))
 		return;
 	while ((have = ha_tcache_cached(tc)) > b) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
@@ -408,7 +395,6 @@ static void enforce_budget(ha_tcache *tc)
 				give_back(l, c, (uint32_t)-l->room, 1);
 		}
 	}
-	tc->counted = have;
 	if (tc->node)
 		__atomic_store_n(&tc->node->cached_bytes, have, __ATOMIC_RELAXED);
 }
