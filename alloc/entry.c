@@ -11,7 +11,7 @@
  *   countdown charged the class size (one subtract from memory and a
  *   branch), a pop from this thread's stack of block pointers, all
  *   %fs-relative (HA_SEG); the block's memory is not read.
- * free(p), p a small block: 26 instructions: the page map (two dependent
+ * free(p), p a small block: 25 instructions: the page map (two dependent
  *   loads and an add, no branch: a page without a span reads a span no
  *   pointer is a plain block of) names p's span, a multiply, a rotate
  *   and a compare check that p is a block's start, a compare against the
@@ -49,7 +49,10 @@ __attribute__((used)) static const char *const ha_keep_operators = &ha_operators
 
 static HA_NOINLINE void *malloc_due(size_t n, int64_t c);
 static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero);
-static HA_NOINLINE void free_odd(ha_span *s, void *p);
+/* p first, here and in ha_tcache_overflow: free's fast path tail-calls
+ * them with p where it arrived (the first argument's register), so no
+ * instruction of it moves p */
+static HA_NOINLINE void free_odd(void *p, ha_span *s);
 
 static HA_NOINLINE void *new_slow(size_t n, int64_t c);
 
@@ -89,7 +92,7 @@ static inline void free_fast(void *p)
 {
 	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
 	if (HA_UNLIKELY(!ha_plain_start(s, p))) {
-		free_odd(s, p);
+		free_odd(p, s);
 		return;
 	}
 	ha_push_at(s->tl_key, p);
@@ -319,7 +322,7 @@ static HA_NOINLINE void free_big(void *p)
  * (their pages have no span), a compat block, a sample, a block of a
  * marked span, or an invalid pointer (the fast path's page-map lookup
  * takes p modulo 2^48). */
-static HA_NOINLINE void free_odd(ha_span *s, void *p)
+static HA_NOINLINE void free_odd(void *p, ha_span *s)
 {
 	if (s == &ha_pm.nospan) {
 		free_big(p);

@@ -51,7 +51,7 @@ static inline void ha_push_at(uintptr_t key, void *p)
 	if (HA_UNLIKELY(t[-1] == p))
 		ha_fatal("free(): double free detected", p);
 	if (HA_UNLIKELY(--l->room < 0)) {
-		ha_tcache_overflow(key, p);
+		ha_tcache_overflow(p, key);
 		return;
 	}
 	*t = p;

@@ -486,8 +486,9 @@ typedef struct ha_counter {
 void ha_tcache_init(void);                           /* the slab's layout */
 void *ha_tcache_refill(uintptr_t key, size_t n);    /* slow path of pop (ha_tl_key) */
 ha_tcache *ha_tcache_attach(void);                   /* register this thread */
-/* slow path of push (ha_tl_key): p is not stored yet, room already counts it */
-void ha_tcache_overflow(uintptr_t key, void *p);
+/* slow path of push (ha_tl_key): p is not stored yet, room already counts it;
+ * p first, as free's fast path holds it in the first argument's register */
+void ha_tcache_overflow(void *p, uintptr_t key);
 void ha_tcache_flush_self(void);
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);

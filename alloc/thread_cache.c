@@ -399,7 +399,7 @@ static void enforce_budget(ha_tcache *tc)
 		__atomic_store_n(&tc->node->cached_bytes, have, __ATOMIC_RELAXED);
 }
 
-void ha_tcache_overflow(uintptr_t key, void *p)
+void ha_tcache_overflow(void *p, uintptr_t key)
 {
 	unsigned cls = ha_tl_key_class(key);
 	ha_tcache *tc = &ha_tc;
