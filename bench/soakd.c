@@ -14,7 +14,9 @@
  * it is freed; a wrong byte is reported and the status is 1.  Every 2 s a
  * thread forks and execs /bin/true (status checked); SIGUSR1 (the soak sends
  * it) is counted.  stdout: "soakd ok" (the same under any allocator);
- * stderr: "messages N forks N signals N stall_max_us X stall_over_1ms N".
+ * stderr: one "stall END DURATION_US" line per malloc+free over 1 ms (END:
+ * CLOCK_MONOTONIC seconds), then "messages N forks N signals N stall_max_us
+ * X stall_over_1ms N".
  */
 #include "bench.h"
 #include <errno.h>
@@ -135,6 +137,10 @@ static void *worker(void *arg)
 
 static double stall_max;
 static long stall_over_1ms;
+/* the stalls over 1 ms, each with when it ended (CLOCK_MONOTONIC), so that
+ * the soak can leave out the ones its own SIGSTOP caused */
+#define STALLS 65536
+static struct { double end, dur; } stalls[STALLS];
 
 static void *timer(void *arg)
 {
@@ -150,6 +156,10 @@ static void *timer(void *arg)
 		double d = bench_now() - t0;
 		if (d > stall_max)
 			stall_max = d;
+		if (d > 1e-3 && stall_over_1ms < STALLS) {
+			stalls[stall_over_1ms].end = t0 + d;
+			stalls[stall_over_1ms].dur = d;
+		}
 		stall_over_1ms += d > 1e-3;
 		nanosleep(&gap, NULL);
 	}
@@ -217,6 +227,8 @@ int main(int argc, char **argv)
 	pthread_join(f, NULL);
 	for (int s = 0; s < CACHE; s++)
 		check_free(cache[s]);
+	for (long i = 0; i < stall_over_1ms && i < STALLS; i++)
+		fprintf(stderr, "stall %.6f %.0f\n", stalls[i].end, stalls[i].dur * 1e6);
 	fprintf(stderr, "messages %ld forks %ld signals %ld stall_max_us %.0f stall_over_1ms %ld\n",
 		messages, forks, (long)signals, stall_max * 1e6, stall_over_1ms);
 	if (bad)
