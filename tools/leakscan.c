@@ -117,6 +117,17 @@ static void stop_all(pid_t pid)
 	}
 }
 
+/* Room for one more of an array of *n of size bytes, doubling *cap. */
+static void *room(void *v, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	v = realloc(v, (*cap *= 2) * size);
+	if (!v)
+		die("out of memory");
+	return v;
+}
+
 static void let_go(void)
 {
 	for (int i = 0; i < ntids; i++)
@@ -148,23 +159,13 @@ int main(int argc, char **argv)
 			uint64_t lo, hi;
 			if (sscanf(line + 5, "%" SCNx64 " %" SCNx64, &lo, &hi) != 2 || hi < lo)
 				die("a skip line is not \"skip LO HI\"");
-			if (nskips == scap) {
-				ha_leak_range *ns = realloc(skips, (scap *= 2) * sizeof *skips);
-				if (!ns)
-					die("out of memory");
-				skips = ns;
-			}
+			skips = room(skips, nskips, &scap, sizeof *skips);
 			skips[nskips++] = (ha_leak_range){ lo, hi };
 			continue;
 		}
 		if (sscanf(line, "%" SCNx64 " %" SCNu64, &a, &len) != 2 || !len || a + len < a)
 			die("a block line is not \"ADDR SIZE\"");
-		if (n == cap) {
-			ha_leak_block *nb = realloc(b, (cap *= 2) * sizeof *b);
-			if (!nb)
-				die("out of memory");
-			b = nb;
-		}
+		b = room(b, n, &cap, sizeof *b);
 		b[n] = (ha_leak_block){ a, a + len, (uint32_t)n, 0 };
 		n++;
 	}
