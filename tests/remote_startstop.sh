@@ -121,7 +121,8 @@ session() {
 	eq "$name: exit status" $? 0
 	eq "$name: output" "$(cat "$tmp/prog.out")" "cycles N"
 	grep -v -e '^Starting tracking the heap$' -e '^Stopping tracking the heap$' \
-		-e '^Dumping heap profile to ' "$tmp/prog.err" >"$tmp/prog.other"
+		-e '^Dumping heap profile to ' -e '^Writing the peak heap profile to ' \
+		"$tmp/prog.err" >"$tmp/prog.other"
 	eq "$name: other stderr" "$(head -3 "$tmp/prog.other")" ""
 }
 
