@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/pkg_deb.sh — the Debian packages as a user meets them: build them
-# from a copy of the tree (dpkg-buildpackage -us -uc -b; the package build's
+# from a copy of the tree and its upstream tarball (dpkg-buildpackage -us -uc,
+# source and binaries; the package build's
 # own tests are left to DEB_BUILD_OPTIONS, nocheck by default here since
 # .ci/run has run the suite), lintian (errors fail, warnings are listed),
 # `apt-get install ./*.deb`, then the README's lines against the installed
@@ -58,14 +59,22 @@ start=$(date +%s)
 if [ -n "${HA_DEBS:-}" ]; then      # .debs built before (e.g. by an earlier run): used as they are
 	cp "$HA_DEBS"/*.deb "$HA_DEBS"/*.changes "$HA_DEBS"/*.buildinfo "$work/" || { fail "no .debs in $HA_DEBS"; finish; }
 else
+	# the upstream tarball is the tree without debian/, as a release ships it;
+	# the source package (3.0 (quilt)) is built against it beside the binaries
+	upstream=$(dpkg-parsechangelog -l "$work/heapalloc/debian/changelog" -S Version | sed 's/-[^-]*$//')
+	tar czf "$work/heapalloc_$upstream.orig.tar.gz" -C "$work" --exclude=heapalloc/debian heapalloc
 	(cd "$work/heapalloc" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS-nocheck} parallel=2" \
-		dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
+		dpkg-buildpackage -us -uc) >"$work/build.log" 2>&1 ||
 		{ tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"; finish; }
 	echo "pkg_deb: dpkg-buildpackage took $(($(date +%s) - start)) s"
 fi
 for p in $PKGS; do
 	[ -f "$(ls "$work/${p}_"*.deb 2>/dev/null | head -1)" ] && ok || fail "no ${p}_*.deb built"
 done
+if [ -z "${HA_DEBS:-}" ]; then
+	[ -f "$(ls "$work"/heapalloc_*.debian.tar.* 2>/dev/null | head -1)" ] && ok ||
+		fail "no heapalloc_*.debian.tar.* built: the source package is not 3.0 (quilt)"
+fi
 
 # lintian: errors fail, the rest is listed
 lintian --info "$work"/*.changes >"$work/lintian.out" 2>&1
