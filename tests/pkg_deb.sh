@@ -92,6 +92,20 @@ for m in heapalloc.1 heapalloc-symbolize.1 heapalloc.3; do
 	[ -f "/usr/share/man/man${m##*.}/$m.gz" ] && ok || fail "man page $m not installed"
 done
 
+# the packaged library's fast paths, built with Debian's hardening flags, are
+# within the ceilings bench/instr checks on the upstream build
+if command -v valgrind >/dev/null; then
+	lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libheapalloc.so.0
+	if python3 "$top/bench/instr" --fast-paths --lib "$lib" >"$work/instr.log" 2>&1; then
+		ok
+		grep '^| ' "$work/instr.log" | sed 's/^/pkg_deb: fast paths: /'
+	else
+		fail "the packaged library's fast paths (bench/instr --fast-paths --lib $lib): $(grep -E 'FAIL|\*\*|Error' "$work/instr.log" | head -3)"
+	fi
+else
+	echo "pkg_deb: SKIP the packaged fast paths: no valgrind (tools/install-deps installs it)"
+fi
+
 cat >"$work/prog.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
