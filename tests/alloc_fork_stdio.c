@@ -16,7 +16,8 @@
  * are done, while the main thread runs posix_spawn and popen beside them.
  * Each child allocates, writes a file of its own and exits 0; a child
  * stuck on a lock dies of its own alarm and is reported.  A hang in the
- * parent trips the watchdog, which says how many forks were done.
+ * parent (a minute with no fork started) trips the watchdog, which says how
+ * many forks were done.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,11 +38,19 @@ static atomic_int stop;
 static atomic_int forks_done;
 static char dir[] = "/tmp/ha_fork_stdio.XXXXXX";
 
+/* Every WATCHDOG_S seconds: a hang is no fork started in that time (a
+ * loaded machine slows the forks; it does not stop them). */
 static void watchdog(int sig)
 {
 	(void)sig;
+	static int seen = -1;
 	char msg[96];
 	int r = atomic_load(&forks_done), n = 0;
+	if (r != seen) {
+		seen = r;
+		alarm(WATCHDOG_S);
+		return;
+	}
 	const char *head = "alloc_fork_stdio: FAIL: hang after forks: ";
 	while (head[n]) {
 		msg[n] = head[n];
