@@ -18,6 +18,10 @@
  *                  with tools/leakscan.c; leakscan.h: its interface)
  *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
  *   writer.c       the gperftools text format, memory map, temp+rename
+ *                  (writer.c, calibrate.c, pprof.c, mappings.c, ages.c, gzip.c
+ *                  and sampler.c are also linked into tools/heapalloc-profile,
+ *                  whose tools/profile.c answers the calls they make here
+ *                  from tables copied out of another process)
  *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
  *   mappings.c     its executable mappings and their GNU build IDs
  *   pprof_named.c  a served profile named in process (the symboliser
