@@ -70,6 +70,8 @@ def render(libexec, pid, snap, fmt, **how):
                                timeout=600)
         except OSError as e:
             raise ha_proc.ProcError('cannot run %s: %s' % (tool, e.strerror))
+        except subprocess.TimeoutExpired:
+            raise ha_proc.ProcError('%s took more than 10 minutes' % tool)
         os.close(wr)
         wr = -1
         with os.fdopen(rd, 'rb') as f:
@@ -81,7 +83,9 @@ def render(libexec, pid, snap, fmt, **how):
                 os.close(fd)
     if p.returncode != 0 or len(summary) != 4:
         msg = p.stderr.decode('utf-8', 'replace').strip().splitlines()
-        raise ha_proc.ProcError(msg[-1] if msg else '%s exited %d' % (tool, p.returncode))
+        if not msg:
+            raise ha_proc.ProcError('%s exited %d' % (tool, p.returncode))
+        raise ha_proc.ProcError(msg[-1].replace('heapalloc-profile: ', '', 1))
     out = Rendered()
     out.data, out.snap = p.stdout, snap
     out.totals = (int(summary[0]), int(summary[1]))

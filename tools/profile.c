@@ -314,6 +314,14 @@ int main(int argc, char **argv)
 		die("usage: heapalloc-profile PID text|pprof|alloc [--summary FD] < TABLES");
 	read_tables(stdin);
 	ha_maps_pid = pid;
+	/* the writers name PID's mappings: a process gone (or a zombie,
+	 * whose maps are empty) would leave them out without a word */
+	char path[32], c;
+	snprintf(path, sizeof path, "/proc/%d/maps", pid);
+	FILE *m = fopen(path, "r");
+	if (!m || fread(&c, 1, 1, m) != 1)
+		die("process %d exited while it was being read", pid);
+	fclose(m);
 	ha_prof_opt.calibrate = (cp.flags & HA_ROOT_CALIBRATE) != 0;
 	for (int i = 0; i < cp.nnotes; i++)
 		ha_pprof_notes[i] = cp.notes[i];
