@@ -88,21 +88,13 @@ void ha_books_totals(uint64_t out[2], uint64_t req[2])
 {
 	ha_tcache *tc = &ha_tc;
 	ha_books_publish(tc, 1);
-	uint64_t s[6];   /* allocated, net, big, cached, req alloc, req free */
+	uint64_t s[6], r[5], o[4];   /* s: allocated, net, big, cached, req alloc, req free */
 	ha_tcache_sum(s);
-	s[0] += __atomic_load_n(&retired[0], __ATOMIC_RELAXED);
-	s[1] += __atomic_load_n(&retired[1], __ATOMIC_RELAXED);
-	s[2] += __atomic_load_n(&retired[2], __ATOMIC_RELAXED);
-	s[4] += __atomic_load_n(&retired[3], __ATOMIC_RELAXED);
-	s[5] += __atomic_load_n(&retired[4], __ATOMIC_RELAXED);
-	uint64_t o[4];
+	for (int i = 0; i < 5; i++)
+		r[i] = __atomic_load_n(&retired[i], __ATOMIC_RELAXED);
 	for (int i = 0; i < 4; i++)
 		o[i] = __atomic_load_n(&own[i], __ATOMIC_RELAXED);
-	int64_t inuse = (int64_t)(s[1] - s[3] + s[2] - o[1]);
-	out[0] = s[0] - o[0];
-	out[1] = inuse < 0 ? 0 : (uint64_t)inuse;
-	req[0] = s[4] - o[2];
-	req[1] = s[5] - o[3];
+	ha_books_of(s, r, o, out, req);
 }
 
 void ha_alloc_books_layout(ha_books_layout *out)

@@ -27,7 +27,8 @@
  * (ha_alloc_init), switches (ha_alloc_profiling, ha_alloc_mmap_profiling,
  * ha_alloc_watch_frees, ha_alloc_call_back_next), the books (ha_books,
  * ha_books_own_begin, ha_books_own_end, ha_alloc_session_live,
- * ha_alloc_books_layout), read-only statistics (ha_alloc_stats,
+ * ha_alloc_books_layout, and ha_books_of, their formula over the parts
+ * that layout names), read-only statistics (ha_alloc_stats,
  * ha_alloc_view_read, ha_alloc_resident_read, ha_alloc_arena_ranges,
  * ha_alloc_threads) and raw memory (ha_raw_malloc, ha_raw_calloc,
  * ha_raw_free); besides these it includes only alloc/base.h, debug.h,
@@ -151,6 +152,20 @@ typedef struct ha_books_layout {
 		 node_cached, node_req_alloc, node_req_free;
 } ha_books_layout;
 void ha_alloc_books_layout(ha_books_layout *out);
+/* The books (ha_books) from their parts: s, the live thread records' sums
+ * (allocated, net, big, cached, requested allocated, requested freed);
+ * ret, the retired array; own, the own array (the layout above).  The one
+ * formula, for ha_books and for a reader outside that copied the parts
+ * (tools/profile.c). */
+static inline void ha_books_of(const uint64_t s[6], const uint64_t ret[5], const uint64_t own[4],
+			       uint64_t out[2], uint64_t req[2])
+{
+	int64_t inuse = (int64_t)(s[1] + ret[1] - s[3] + s[2] + ret[2] - own[1]);
+	out[0] = s[0] + ret[0] - own[0];
+	out[1] = inuse < 0 ? 0 : (uint64_t)inuse;
+	req[0] = s[4] + ret[3] - own[2];
+	req[1] = s[5] + ret[4] - own[3];
+}
 
 /* The allocator's own memory that holds block addresses (span records,
  * thread records and caches' pointer stacks, transfer arrays), which a

@@ -1,5 +1,5 @@
 /* prof/mappings.c — the executable mappings a pprof profile names: the
- * lines of /proc/self/maps parsed, each file's GNU build ID read from its
+ * lines of /proc/self/maps (or a process's read from outside) parsed, each file's GNU build ID read from its
  * loaded image's PT_NOTE in memory, and the mapping of an address.
  *
  * Never uses dl_iterate_phdr (the loader lock; the caller may hold
@@ -73,19 +73,24 @@ static int same_path(const ha_pmap *a, const ha_pmap *b)
 	       memcmp(a->path, b->path, a->path_len) == 0;
 }
 
-/* Copy n bytes at address a of this process into dst, or fail: a library
- * unloaded since /proc/self/maps was read must not fault the dump, so the
- * kernel does the reading (process_vm_readv on ourselves: EFAULT, never
- * SIGSEGV).  0 ok, -1 not readable or the call is not allowed. */
+/* Copy n bytes at address a of the mapped process (ha_maps_pid: this one,
+ * or the one a reader outside names) into dst, or fail: a library unloaded
+ * since its maps were read must not fault the dump, so the kernel does the
+ * reading (process_vm_readv: EFAULT, never SIGSEGV).  0 ok, -1 not
+ * readable or the call is not allowed. */
 static int peek(void *dst, uintptr_t a, size_t n)
 {
 	struct iovec l = { dst, n }, r = { (void *)a, n };
 	int e = errno;
-	ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+	pid_t pid = ha_maps_pid > 0 ? ha_maps_pid : getpid();
+	ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
 	if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
 		/* no process_vm_readv (qemu-user has none; seccomp profiles may
-		 * deny it): /proc/self/mem fails as safely, EIO for a hole */
-		int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+		 * deny it): /proc/PID/mem fails as safely, EIO for a hole */
+		char path[32] = "/proc/self/mem";
+		if (ha_maps_pid > 0)
+			ha_snprintf(path, sizeof path, "/proc/%d/mem", ha_maps_pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		got = fd < 0 ? -1 : pread(fd, dst, n, (off_t)a);
 		if (fd >= 0)
 			close(fd);

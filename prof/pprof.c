@@ -58,7 +58,7 @@ enum { S_ALLOC_OBJECTS = 1, S_COUNT, S_ALLOC_SPACE, S_BYTES, S_INUSE_OBJECTS,
        S_INUSE_SPACE, S_SPACE, S_SAMPLING_ERROR, S_PERMILLE, S_AGE, S_SECONDS,
        S_LIFETIME, S_NANOSECONDS, S_LIVED, S_RANGE0,
        S_FIXED = S_RANGE0 + HA_LIFE_BINS };
-#define COMMENTS_MAX 8            /* ha_calib_comment's lines, and the command */
+#define COMMENTS_MAX 8            /* ha_calib_comment's 4 lines, the command, the notes */
 
 /* Address -> location id, open addressing over a power-of-two table that
  * doubles at half full (distinct return addresses are far fewer than the
@@ -192,8 +192,11 @@ void ha_pprof_enc_free(ha_pprof_enc *e)
 		ha_dump_mem_free(e->mo.buf);
 }
 
+const char *ha_pprof_notes[HA_PPROF_NOTES];
+
 /* The profile's comments: calibrate.c's lines, then whose profile it is
- * (an exec'd descendant's files are named by its pid only); their count. */
+ * (an exec'd descendant's files are named by its pid only), then a reader
+ * outside's notes; their count. */
 static int comments(const ha_calib *cal, char comment[][512])
 {
 	int nc = 0;
@@ -208,6 +211,8 @@ static int comments(const ha_calib *cal, char comment[][512])
 				    (long long)ha_prof_opt.profile_root);
 		nc++;
 	}
+	for (int i = 0; nc < COMMENTS_MAX && i < HA_PPROF_NOTES && ha_pprof_notes[i]; i++)
+		ha_snprintf(comment[nc++], 512, "%s", ha_pprof_notes[i]);
 	return nc;
 }
 

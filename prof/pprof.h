@@ -71,6 +71,10 @@ void ha_pprof_head(ha_out *o, int64_t r, const ha_lineset *set, const ha_pprof_h
  * name. */
 void ha_pprof_tail(ha_out *o, ha_pprof_enc *e, struct ha_pprof_names *nm);
 void ha_pprof_enc_free(ha_pprof_enc *e);
+/* Comment lines after the command's, NULL-ended: what a reader outside saw
+ * while copying the tables (tools/profile.c); none in a process. */
+#define HA_PPROF_NOTES 3
+extern const char *ha_pprof_notes[HA_PPROF_NOTES];
 /* Append message m (or string s[0..n)) as field `field` of the profile. */
 void ha_pprof_emit(ha_out *o, unsigned field, const pb_buf *m);
 void ha_pprof_emit_string(ha_out *o, const void *s, size_t n);

@@ -18,6 +18,10 @@
  *                  with tools/leakscan.c; leakscan.h: its interface)
  *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
  *   writer.c       the gperftools text format, memory map, temp+rename
+ *                  (writer.c, calibrate.c, pprof.c, mappings.c, ages.c, gzip.c
+ *                  and sampler.c are also linked into tools/heapalloc-profile,
+ *                  whose tools/profile.c answers the calls they make here
+ *                  from tables copied out of another process)
  *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
  *   mappings.c     its executable mappings and their GNU build IDs
  *   pprof_named.c  a served profile named in process (the symboliser
@@ -346,7 +350,11 @@ int ha_out_flush(ha_out *o);
 int ha_write_all(int fd, const void *buf, size_t n);
 /* Copy a /proc/self/maps stream from fd to o, 4th perm char -> 'p'. */
 void ha_writer_maps_copy(ha_out *o, int fd);
-/* /proc/self/maps, normalised as above, appended to o (nothing if unreadable). */
+/* The process whose memory map a profile names (MAPPED_LIBRARIES, and
+ * pprof's mappings and build IDs, mappings.c): 0 this one; set only by a
+ * reader outside (tools/profile.c) to the process it copied the tables of. */
+extern int ha_maps_pid;
+/* Its /proc/PID/maps, normalised as above, appended to o (nothing if unreadable). */
 void ha_writer_maps(ha_out *o);
 /* Write the whole profile (header, lines, memory map) to o. */
 void ha_writer_profile(ha_out *o, int64_t r);
@@ -629,6 +637,27 @@ void ha_prof_write_pending(void);
 uint64_t ha_prof_queued(void);
 /* Exact totals since profiling started: alloc bytes/count, free bytes/count. */
 void ha_prof_totals(uint64_t out[2]);
+/* Its formula, shared with a reader outside (tools/profile.c): rec, the
+ * bytes recorded and freed when every allocation is recorded (not
+ * compatibility), else NULL; b, q: ha_books then; base, base_req: the
+ * session's at its start; compat: HEAP_PROFILE_EXACT_TOTALS. */
+static inline void ha_totals_of(const uint64_t *rec, const uint64_t b[2], const uint64_t q[2],
+				const uint64_t base[2], const uint64_t base_req[2], int compat,
+				uint64_t out[2])
+{
+	if (rec) {
+		out[0] = rec[0];
+		out[1] = rec[1] < rec[0] ? rec[1] : rec[0];
+	} else if (compat) {
+		for (int i = 0; i < 2; i++)
+			out[i] = q[i] > base_req[i] ? q[i] - base_req[i] : 0;
+	} else {
+		uint64_t alloc = b[0] > base[0] ? b[0] - base[0] : 0;
+		uint64_t inuse = b[1] > base[1] ? b[1] - base[1] : 0;
+		out[0] = alloc;
+		out[1] = alloc - (inuse < alloc ? inuse : alloc);
+	}
+}
 /* In use of totals t (allocated, freed). */
 static inline uint64_t ha_inuse_of(const uint64_t t[2])
 {

@@ -37,24 +37,13 @@ void ha_prof_totals(uint64_t out[2])
 {
 	uint64_t b[2], r[2];
 	if (ha_prof_records_all() && !ha_session.compat) {
-		out[0] = __atomic_load_n(&ha_session.rec[0], __ATOMIC_RELAXED);
-		out[1] = __atomic_load_n(&ha_session.rec[1], __ATOMIC_RELAXED);
-		if (out[1] > out[0])
-			out[1] = out[0];
+		uint64_t rec[2] = { __atomic_load_n(&ha_session.rec[0], __ATOMIC_RELAXED),
+				    __atomic_load_n(&ha_session.rec[1], __ATOMIC_RELAXED) };
+		ha_totals_of(rec, NULL, NULL, NULL, NULL, 0, out);
 		return;
 	}
 	ha_books(b, r);
-	if (ha_session.compat) {
-		for (int i = 0; i < 2; i++)
-			out[i] = r[i] > ha_session.base_req[i] ? r[i] - ha_session.base_req[i] : 0;
-		return;
-	}
-	uint64_t alloc = b[0] > ha_session.base[0] ? b[0] - ha_session.base[0] : 0;
-	uint64_t inuse = b[1] > ha_session.base[1] ? b[1] - ha_session.base[1] : 0;
-	if (inuse > alloc)
-		inuse = alloc;
-	out[0] = alloc;
-	out[1] = alloc - inuse;
+	ha_totals_of(NULL, b, r, ha_session.base, ha_session.base_req, ha_session.compat, out);
 }
 
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */

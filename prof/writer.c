@@ -234,11 +234,16 @@ void ha_writer_maps_copy(ha_out *o, int fd)
 	}
 }
 
+int ha_maps_pid;
+
 void ha_writer_maps(ha_out *o)
 {
+	char path[32] = "/proc/self/maps";
+	if (ha_maps_pid > 0)
+		ha_snprintf(path, sizeof path, "/proc/%d/maps", ha_maps_pid);
 	int fd;
 	do
-		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return;

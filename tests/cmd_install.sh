@@ -4,7 +4,7 @@
 # its interpreter line (an absolute system path, never a shim in root's
 # home), --version, check, run (the staged library preloaded, files
 # written), growth (the staged heapalloc-symbolize naming frames), symbolize
-# and timeline.  Needs root and setpriv to switch user; skips otherwise.
+# and timeline; and as root dump (the staged heapalloc-profile).  Needs root and setpriv to switch user; skips otherwise.
 . "$top_srcdir/tests/prof_lib.sh"
 H="$top_builddir/tools/heapalloc"
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root (the installed command is run as nobody)"; exit 77; }
@@ -57,6 +57,22 @@ eq "symbolize: status" $? 0
 as_nobody "$bin" timeline "$tmp/w/l" >"$tmp/t.out" 2>&1
 eq "timeline: status" $? 0
 eq "timeline: rows" "$(grep -c '^ *[0-9]' "$tmp/t.out")" 3
+
+# dump: a process read from outside, written by the staged helper
+# heapalloc-profile (run by root: reading another process needs ptrace's
+# permission, which Yama may refuse nobody)
+if [ -z "${HA_EMULATED:-}" ]; then
+	env LD_PRELOAD="$lib" sleep 60 &
+	spid=$!
+	sleep 0.5
+	"$bin" dump $spid --format text -o "$tmp/w/d.heap" >/dev/null 2>"$tmp/d.err"
+	eq "dump: status" $? 0
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	grep -q "^heapalloc: dump: process $spid: .* in use" "$tmp/d.err" || fail "dump: $(cat "$tmp/d.err")"
+	head -1 "$tmp/w/d.heap" 2>/dev/null | grep -q '^heap profile: .* @ heap' ||
+		fail "dump: no text profile: $(head -1 "$tmp/w/d.heap" 2>&1)"
+fi
 
 # nothing compiled beside the installed modules, even when root runs it
 "$bin" check "$tmp/w/l.0001.heap" >/dev/null 2>&1 || fail "check as root exited $?"

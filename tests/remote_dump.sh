@@ -14,6 +14,7 @@
 # pprof; each error (no heapalloc, no process, a zombie, an unknown layout,
 # sampling switched off, another user) is one stderr line and exit status 1.
 . "$top_srcdir/tests/emu.sh"
+. "$top_srcdir/tests/ready.sh"
 emu_skip "read from outside, an emulated process gives the right tables but no frame names (top, serve): qemu-user maps the program's code without execute permission, so /proc/PID/maps shows no text to name frames by"
 . "$top_srcdir/tests/names_lib.sh"
 unset HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_HTTP HEAP_PROFILE_FORMAT HEAP_PROFILE_CALIBRATE
@@ -36,13 +37,7 @@ start() {
 		<"$tmp/in" >"$tmp/prog.out" 2>"$tmp/prog.err") &
 	pid=$!
 	exec 7>"$tmp/in"
-	i=0
-	while [ ! -f "$tmp/ready" ] && [ $i -lt 600 ]; do
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -f "$tmp/ready" ] || { fail "$1: the program never got ready: $(cat "$tmp/prog.err")"; finish; }
+	program_ready "$tmp/ready" || { fail "$1: the program never got ready: $(cat "$tmp/prog.err")"; finish; }
 	rm -f "$tmp/run/prog"
 }
 

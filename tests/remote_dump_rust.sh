@@ -11,6 +11,7 @@
 # with file:line in remote_sites.rs.  The program's exit status stays 0 and
 # it writes nothing but its READY file.
 . "$top_srcdir/tests/emu.sh"
+. "$top_srcdir/tests/ready.sh"
 emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
 . "$top_srcdir/tests/prof_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
@@ -43,13 +44,7 @@ for mode in shared static; do
 	(cd "$tmp/cwd" && exec "$tmp/run/prog" "$tmp/ready" <"$tmp/in" >"$tmp/prog.out" 2>"$tmp/prog.err") &
 	pid=$!
 	exec 7>"$tmp/in"
-	i=0
-	while [ ! -f "$tmp/ready" ] && [ $i -lt 600 ]; do
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -f "$tmp/ready" ] || { fail "$mode: the program never got ready: $(cat "$tmp/prog.err")"; exec 7>&-; wait $pid; continue; }
+	program_ready "$tmp/ready" || { fail "$mode: the program never got ready: $(cat "$tmp/prog.err")"; exec 7>&-; wait $pid; continue; }
 	rm -f "$tmp/run/prog"
 	timeout 60 "$H" dump $pid -o "$tmp/$mode.pb.gz" 2>"$tmp/$mode.err" ||
 		fail "$mode: dump exited $?: $(cat "$tmp/$mode.err")"

@@ -9,6 +9,7 @@
 # keeps its symbols, the totals its own books to the byte); a process
 # without heapalloc is refused in one line.
 . "$top_srcdir/tests/emu.sh"
+. "$top_srcdir/tests/ready.sh"
 emu_skip "read from outside: under qemu-user /proc/PID/maps shows the emulator's own mappings"
 . "$top_srcdir/tests/names_lib.sh"
 unset HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_HTTP HEAP_PROFILE_FORMAT HEAP_PROFILE_CALIBRATE
@@ -48,13 +49,7 @@ run() {
 	env ${3:+LD_PRELOAD="$3"} "$tmp/run/prog" "$tmp/ready" hold <"$tmp/in" >"$tmp/$1.out" 2>"$tmp/$1.perr" &
 	pid=$!
 	exec 7>"$tmp/in"
-	i=0
-	while [ ! -f "$tmp/ready" ] && [ $i -lt 600 ]; do
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	if [ -f "$tmp/ready" ]; then
+	if program_ready "$tmp/ready"; then
 		timeout 60 "$H" dump $pid -o "$tmp/$1.pb.gz" 2>"$tmp/$1.err" ||
 			fail "$1: dump exited $?: $(cat "$tmp/$1.err")"
 		grep -q "process $pid: .* in use" "$tmp/$1.err" || fail "$1: $(cat "$tmp/$1.err")"

@@ -10,6 +10,7 @@
 # with the always-on sampling that each stop restarts, and with
 # HEAP_PROFILE_SAMPLE_INTERVAL=0, where sampling is off between sessions.
 . "$top_srcdir/tests/emu.sh"
+. "$top_srcdir/tests/ready.sh"
 emu_skip "read from outside: under qemu-user /proc/PID/maps shows the emulator's own mappings"
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
@@ -108,13 +109,7 @@ session() {
 		<"$tmp/in" >"$tmp/prog.out" 2>"$tmp/prog.err" &
 	pid=$!
 	exec 7>"$tmp/in"
-	i=0
-	while [ ! -f "$tmp/ready" ] && [ $i -lt 600 ]; do
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -f "$tmp/ready" ] || { fail "$name: the program never got ready: $(cat "$tmp/prog.err")"; finish; }
+	program_ready "$tmp/ready" || { fail "$name: the program never got ready: $(cat "$tmp/prog.err")"; finish; }
 	reads "$name"
 	exec 7>&-
 	wait $pid

@@ -268,7 +268,7 @@ def cmd_dump(args, where):
     if args.format not in ('pprof', 'text'):
         return usage_error('dump', '--format %r is not pprof or text' % args.format)
     ha_proc.READER_VERSION = where.version
-    return ha_remote.dump(where.tools, pid, args.output, args.format, err)
+    return ha_remote.dump(where, pid, args.output, args.format, err)
 
 
 def cmd_top(args, where):
@@ -294,7 +294,7 @@ def cmd_top(args, where):
         return usage_error('top', '--older %r is not an age (seconds, or a number with s, m, '
                            'h or d)' % args.older)
     ha_proc.READER_VERSION = where.version
-    return ha_remote.top(where.tools, pid, count, interval, int(args.rows), err, older)
+    return ha_remote.top(where, pid, count, interval, int(args.rows), err, older)
 
 
 def seconds_of(s):
@@ -313,7 +313,7 @@ def cmd_serve(args, where):
     if pid is None:
         return usage_error('serve', 'PID %r is not a process id' % args.pid)
     ha_proc.READER_VERSION = where.version
-    return ha_remote.serve(where.tools, pid, args.addr, err)
+    return ha_remote.serve(where, pid, args.addr, err)
 
 
 def cmd_leaks(args, where):

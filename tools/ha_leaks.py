@@ -3,26 +3,16 @@
 # The live samples' addresses come from the process's live-sample map
 # (ha_proc.py); the scan of its memory is heapalloc-leakscan's (C:
 # tools/leakscan.c says what it reads and what counts as a pointer); the
-# estimate per site is pprof's unsampling of the leaked samples, and the
-# profile (-o) ha_remote.py's encoder with those values.
-import gzip
+# profile of the leaked samples, and the estimate per site (pprof's
+# unsampling, the site's error) read back from it, is heapalloc-profile's
+# (ha_remote.render: prof/pprof.c's encoder, as the in-process leak check
+# writes its own).
 import subprocess
 import sys
 
+import ha_pb
 import ha_proc
 import ha_remote
-
-
-class LeakProfile:
-    """What ha_remote.encode_pprof needs: the leaked lines, their values."""
-
-    def __init__(self, snap, lines, values, notes):
-        self.snap, self.lines, self.values, self.notes = snap, lines, values, notes
-        self.rate = snap.root.rate if snap.root.rate > 1 else 1
-        self.ages = None
-
-    def comments(self, pid):
-        return self.notes
 
 
 def scan(libexec, pid, samples, skips, stop):
@@ -87,14 +77,10 @@ def leaks(where, pid, out, stop, fail_status, err):
                 c[1] += n
             lines = {l.idx: l for l in snap.lines if l.alloc_count and l.pcs}
             r = snap.root.rate
-            rows = []
-            for idx, (c, b) in by.items():
-                if idx not in lines:
-                    continue
-                eo, eb = ha_remote.unsample(c, b, r)
-                rows.append((eb, eo, c, b, lines[idx]))
-            rows.sort(key=lambda x: -x[0])
-            total = sum(x[0] for x in rows)
+            # the leaked samples of a site as its line: raw counts, no
+            # books (unsampled, not calibrated), no ages
+            found = [(c, b, 0, 0, lines[idx]) for idx, (c, b) in sorted(by.items())
+                     if idx in lines]
             notes = ['heapalloc leaks: sampled live blocks nothing points to, per site: values '
                      'are pprof\'s unsampled estimates of the bytes they stand for (sampled every '
                      '%d bytes on average); label sampling_error: the site\'s own relative '
@@ -103,20 +89,25 @@ def leaks(where, pid, out, stop, fail_status, err):
                      'read from outside in %.2f s, the process %s' %
                      (len(leaked), len(samples), nbytes, secs,
                       'stopped (every thread, registers as roots)' if mode == 'stopped' else
-                      'running (registers not seen)'),
-                     'command: %s (pid %d)' % (ha_proc.cmdline(pid), pid)]
-            data = None
-            if rows:
-                prof = LeakProfile(snap, [x[4] for x in rows],
-                                   [[x[1], x[0], x[1], x[0]] for x in rows], notes)
-                data = gzip.compress(ha_remote.encode_pprof(prof, pid, mem, maps), 6)
+                      'running (registers not seen)')]
+            prof = ha_remote.render(where.libexec, pid, snap, 'pprof', lines=found, ages=False,
+                                    calibrate=False, notes=notes,
+                                    command='%s (pid %d)' % (ha_proc.cmdline(pid), pid))
         finally:
             mem.close()
     except ha_proc.ProcError as e:
         err('leaks: %s' % e)
         return 1
+    # the profile's samples are found's lines, in order: their estimated
+    # objects and bytes, and their error (permille)
+    P = ha_pb.read_profile(prof.data)
+    rows = [(v[1], v[0], c, b, labs.get('sampling_error', 0) / 1000, l)
+            for (c, b, _, _, l), (_, v), labs in zip(found, P.samples, P.labels)]
+    rows.sort(key=lambda x: -x[0])
+    total = sum(x[0] for x in rows)
+    data = prof.data
     names = {}
-    if data is not None:
+    if rows:
         named, warns = ha_remote.name_profile(where.tools, pid, maps, data)
         for w in warns:
             err('leaks: %s' % w)
@@ -128,18 +119,11 @@ def leaks(where, pid, out, stop, fail_status, err):
             p = os.path.join(d, 'leaks.pb.gz')
             with open(p, 'wb') as f:
                 f.write(data)
-            names = site_names(p, [tuple(pc - 1 for pc in x[4].pcs) for x in rows])
+            names = site_names(p, [tuple(pc - 1 for pc in x[5].pcs) for x in rows])
         finally:
             import shutil
             shutil.rmtree(d, ignore_errors=True)
     if out is not None:
-        if data is None:        # nothing leaked: an empty profile all the same
-            prof = LeakProfile(snap, [], [], notes)
-            mem = ha_proc.Mem(pid)
-            try:
-                data = gzip.compress(ha_remote.encode_pprof(prof, pid, mem, maps), 6)
-            finally:
-                mem.close()
         try:
             ha_remote.write_atomic(out, data)
         except OSError as e:
@@ -155,15 +139,15 @@ def leaks(where, pid, out, stop, fail_status, err):
         w('%11s %7s %7s  %s\n' % ('est. bytes', 'blocks', '+-', 'site (first frame of the '
                                    'program, file:line, then its callers)'))
         shown = {}              # lines of one site (two calls on one line) together
-        for eb, eo, c, b, l in rows:
+        for eb, eo, c, b, e, l in rows:
             key = tuple(pc - 1 for pc in l.pcs)
             t = shown.setdefault(names.get(key) or '0x%x' % key[0], [0, 0, 0])
             t[0] += eb
             t[1] += c
-            t[2] += b
-        for name, (eb, c, b) in sorted(shown.items(), key=lambda kv: (-kv[1][0], kv[0])):
+            t[2] += (e * eb) ** 2     # the lines' errors are independent
+        for name, (eb, c, v) in sorted(shown.items(), key=lambda kv: (-kv[1][0], kv[0])):
             w('%11s %7d %6.0f%%  %s\n' % (ha_remote.human(eb), c,
-                                           100 * ha_remote.rse(c, b, snap.root.rate), name))
+                                           100 * v ** 0.5 / eb if eb else 0, name))
     if out is not None:
         w('profile: %s (go tool pprof -top %s)\n' % (out, out))
     return 3 if fail_status and rows else 0

@@ -123,6 +123,7 @@ class Profile:
     def __init__(self):
         self.sample_types = []      # [(type, unit)]
         self.samples = []           # [([location id, ...] leaf first, [value, ...])]
+        self.labels = []            # per sample, {key: number or string}
         self.mappings = {}
         self.locations = {}
         self.functions = {}
@@ -155,13 +156,21 @@ def read_profile(data):
                 t[f] = v
         P.sample_types.append((s(t[1]), s(t[2])))
     for a, b in raw[2]:
-        locs, vals = [], []
+        locs, vals, labs = [], [], {}
         for f, w, v, o in fields(buf, a, b):
             if f == 1:
                 locs += ints(buf, f, w, v, o)
             elif f == 2:
                 vals += [signed(x) for x in ints(buf, f, w, v, o)]
+            elif f == 3 and w == 2:
+                lab = {}
+                for f2, w2, v2, o2 in fields(buf, v[0], v[1]):
+                    if w2 == 0:
+                        lab[f2] = v2
+                if 1 in lab:
+                    labs[s(lab[1])] = s(lab[2]) if lab.get(2) else signed(lab.get(3, 0))
         P.samples.append((locs, vals))
+        P.labels.append(labs)
     for a, b in raw[3]:
         m = Mapping()
         for f, w, v, o in fields(buf, a, b):

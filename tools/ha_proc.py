@@ -657,8 +657,10 @@ def _read_ages(mem, r):
 
 
 def _read_books(mem, r):
-    """(allocated, in use, requested allocated, requested freed) as
-    ha_books_totals adds them up, or None (retry)."""
+    """The books' parts as the root lays them out: (retired, own, the live
+    thread records' (allocated, net, big, cached, requested allocated,
+    requested freed)), or None (retry).  heapalloc-profile adds them up
+    (ha_books_of, alloc/hooks.h)."""
     for _ in range(RETRIES):
         ret = mem.read(r.retired, 40)
         own = mem.read(r.own, 32)
@@ -666,7 +668,7 @@ def _read_books(mem, r):
             return None
         ret = struct.unpack('<5Q', ret)
         own = struct.unpack('<4Q', own)
-        s = [0] * 6
+        nodes = []
         nd = mem.u64(r.registry)
         seen = set()
         while nd and len(seen) < MAX_NODES and nd not in seen:
@@ -674,23 +676,17 @@ def _read_books(mem, r):
             b = mem.read(nd, r.node_size)
             if b is None:
                 return None
-            live = struct.unpack_from('<i', b, r.node_live)[0]
-            if live:
-                for j, off in enumerate((r.node_alloc, r.node_net, r.node_big, r.node_cached,
-                                         r.node_req_alloc, r.node_req_free)):
-                    s[j] += struct.unpack_from('<Q', b, off)[0]
+            if struct.unpack_from('<i', b, r.node_live)[0]:
+                nodes.append(tuple(struct.unpack_from('<Q', b, off)[0] for off in (
+                    r.node_alloc, r.node_net, r.node_big, r.node_cached, r.node_req_alloc,
+                    r.node_req_free)))
             nd = struct.unpack_from('<Q', b, r.node_next)[0]
         again = mem.read(r.retired, 40)
         if again is None:
             return None
         if struct.unpack('<5Q', again) != ret:
             continue            # a thread retired while we walked: its figures moved
-        m = (1 << 64) - 1
-        alloc = (s[0] + ret[0] - own[0]) & m
-        inuse = (s[1] - s[3] + s[2] + ret[1] + ret[2] - own[1]) & m
-        if inuse >= 1 << 63:
-            inuse = 0
-        return alloc, inuse, (s[4] + ret[3] - own[2]) & m, (s[5] + ret[4] - own[3]) & m
+        return ret, own, nodes
     return None
 
 
@@ -765,73 +761,12 @@ def snapshot(pid, mem=None, maps=None):
         snap.rec = struct.unpack('<2Q', rec) if rec else (0, 0)
         snap.ages = ages
         snap.drops = drops or 0
-        # the clock the samples' times are on (prof/ages.c)
-        snap.now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         snap.time = time.time()
         snap.maps = maps
         return snap
     finally:
         if own_mem:
             mem.close()
-
-
-def totals(snap):
-    """The session's totals (allocated, freed), as ha_prof_totals."""
-    r = snap.root
-    alloc, inuse, ra, rf = snap.books
-    if r.rate <= 1 and not r.flags & FLAG_COMPAT:
-        a, f = snap.rec
-        return a, min(f, a)
-    if r.flags & FLAG_COMPAT:
-        return max(ra - r.base_req[0], 0), max(rf - r.base_req[1], 0)
-    a = max(alloc - r.base[0], 0)
-    i = min(max(inuse - r.base[1], 0), a)
-    return a, a - i
-
-
-def heap_now(snap):
-    """The whole heap in use now (the calibration's bound)."""
-    alloc, inuse, ra, rf = snap.books
-    if snap.root.flags & FLAG_COMPAT:
-        return max(ra - rf, 0)
-    return inuse
-
-
-def build_id(mem, maps, m):
-    """The GNU build ID of the file mapped at m, from its loaded image's
-    PT_NOTE (hex), or ''."""
-    heads = [x for x in maps if x.path == m.path and x.offset == 0]
-    if not heads:
-        return ''
-    h = heads[0]
-    eh = mem.read(h.start, 64)
-    if eh is None or eh[:4] != b'\x7fELF' or eh[4] != 2:
-        return ''
-    phoff = struct.unpack_from('<Q', eh, 32)[0]
-    phentsize, phnum = struct.unpack_from('<HH', eh, 54)
-    ph = mem.read(h.start + phoff, phentsize * phnum) if phnum < 256 else None
-    if ph is None:
-        return ''
-    loads = []
-    notes = []
-    for i in range(phnum):
-        p_type, _, p_off, p_vaddr, _, p_filesz = struct.unpack_from('<IIQQQQ', ph, i * phentsize)
-        if p_type == 1:
-            loads.append(p_vaddr)
-        elif p_type == 4:
-            notes.append((p_vaddr, p_filesz))
-    bias = h.start - (min(loads) & ~0xfff if loads else 0)
-    for va, sz in notes:
-        data = mem.read(bias + va, min(sz, 4096))
-        o = 0
-        while data and o + 12 <= len(data):
-            namesz, descsz, typ = struct.unpack_from('<III', data, o)
-            name = data[o + 12:o + 12 + namesz]
-            d = o + 12 + ((namesz + 3) & ~3)
-            if typ == 3 and name[:3] == b'GNU':
-                return data[d:d + descsz].hex()
-            o = d + ((descsz + 3) & ~3)
-    return ''
 
 
 def cmdline(pid):

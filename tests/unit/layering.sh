@@ -5,7 +5,9 @@
 # debug.h, env.h, lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
 # sym/ (the symboliser plugin) includes of the library only the plugin
 # interface prof/sym_abi.h; tools/ includes neither's internals but the three
-# standalone interfaces it shares (prof/pb.h, prof/leakscan.h, alloc/env.h).  (That the
+# standalone interfaces it shares (prof/pb.h, prof/leakscan.h, alloc/env.h),
+# and tools/profile.c, which links prof/'s writers and answers the calls they
+# make, their headers (prof/prof.h, pprof.h, root.h).  (That the
 # allocator links without the profiler is tests/unit/alloc_units; that the
 # profiler links over alloc/hooks.h alone is tests/unit/prof_alone; an
 # undeclared call fails the build: -Werror=implicit-function-declaration.)
@@ -28,7 +30,9 @@ for f in "$top"/sym/*.[ch]; do
 		bad "$f includes library internals"
 done
 for f in "$top"/tools/*.c; do
-	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v '"prof/\(pb\|leakscan\)\.h"' |
+	writers='"prof/\(pb\|leakscan\)\.h"'
+	[ "$(basename "$f")" = profile.c ] && writers='"prof/\(pb\|leakscan\|prof\|pprof\|root\)\.h"'
+	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v "$writers" |
 		grep -v '"alloc/env\.h"' &&
 		bad "$f includes library internals"
 done
