@@ -1,10 +1,18 @@
 /* prof/frame_rules.c — the learned frame cache of the stack capture: the
  * shared rows (each IP's DWARF register-state row, from libunwind) and the
  * frame rules boiled down from them, in one process-wide table keyed by IP;
- * the walk over the rows, which learns the rules of the frames it meets;
- * and libunwind's fast trace for what neither describes.  stack.c decides
- * when each is used (its opening comment); the rule walk itself is inline
- * in prof/frame_rules.h.
+ * the walk over the rows, which learns the rules of the frames it meets
+ * and steps the few frames neither describes (a signal frame, the frame
+ * it interrupted, code without unwind info) without them.  stack.c
+ * decides when each is used (its opening comment); the rule walk itself
+ * is inline in prof/frame_rules.h.
+ *
+ * No walk here calls unw_step or unw_backtrace: libunwind 1.6 validates
+ * their reads through its pipe (unw_pipe.c).  The calls made
+ * (unw_init_local, unw_reg_states_iterate, unw_apply_reg_state, the
+ * register getters) read memory as the rows say, unvalidated, like the
+ * rule walk; a frame pointer followed where no row vouches for it is read
+ * through the kernel (read_pair).
  *
  * Never called with a profiler lock held (the row lookups may take the
  * dynamic loader's lock), and only inside stack.c's fork gate.  Never
@@ -20,14 +28,17 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <errno.h>
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "prof/prof.h"
 #include "prof/frame_rules.h"
-#include "prof/unit.h"   /* learned_at, for the unit test build */
+#include "prof/unit.h"   /* learned_at, uncached, for the unit test build */
 
 static unsigned long long rows_subs;    /* objects unloaded when rows began */
 
@@ -59,7 +70,7 @@ void ha_frame_rules_init(void)
  * always is: CFA = RSP or RBP + offset, the return address at CFA - 8, RBP
  * kept or saved at CFA + offset.  Every stack whose frames all have rules
  * is walked by rule_walk, a few loads a frame; any other goes through the
- * rows (which learn the rules of its frames) or libunwind's fast trace. */
+ * rows (which learn the rules of its frames). */
 #define NROWS 8192
 
 /* The registers a rule follows, in libunwind's and the kernel's names: the
@@ -103,11 +114,14 @@ int ha_frame_rows_valid(void)
 	return 0;
 }
 
-static inline const void *row_of(uintptr_t ip)
+/* ip's row, no_row (then *kind says why: RULE_NOINFO, no unwind info), or
+ * NULL when never met. */
+static inline const void *row_of(uintptr_t ip, int *kind)
 {
 	const struct slot *s = ha_frame_slot_at(ip);
 	if (!s)
 		return NULL;
+	*kind = s->rule.kind;
 	return s->rule.row == NO_ROW ? (const void *)no_row : (const void *)rows[s->rule.row];
 }
 
@@ -187,7 +201,7 @@ static void scratch_fill(void)
 	if (!scratch[0]) {
 		for (int i = 0; i < SCRATCH_WORDS; i++)
 			scratch[i] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
-		__atomic_store_n(&scratch_used, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&scratch_used, 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -267,7 +281,7 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 	return r;
 }
 
-struct pick { uintptr_t pc; void *row; int found; };
+struct pick { uintptr_t pc, hi; void *row; int found; };
 
 static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_t hi)
 {
@@ -276,6 +290,7 @@ static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_
 		return 0;
 	if (size <= ROW_BYTES) {
 		memcpy(p->row, rs, size);
+		p->hi = (uintptr_t)hi;
 		p->found = 1;
 	}
 	return 1;                 /* stop iterating */
@@ -298,7 +313,7 @@ static int row_fits(int a, unw_cursor_t *after)
 static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
 {
 	unw_cursor_t probe = *c;
-	struct pick p = { ip - 1, tmp, 0 };
+	struct pick p = { ip - 1, 0, tmp, 0 };
 	return unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
 }
 
@@ -376,26 +391,33 @@ uint64_t ha_frame_memory(void)
 
 /* The row for the frame at *c (its IP is ip), from its FDE, kept in the
  * table when there is room and no other writer; tmp holds it otherwise.
- * *c moves to the caller's frame when the row applies (*a: the result of
- * that; -2 when not applied).
+ * *c moves to the caller's frame when the row fits (*a: the result of
+ * that; -2 when not, *c as it was).
  * Only a call's frame gets a row: its caller's IP is stored at CFA - 8 and
  * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
  * the IP elsewhere, and the frame it interrupted must be looked up at its
- * exact IP, so no_row sends such stacks to the fast trace. */
-static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
+ * exact IP, so a signal frame gets no_row and is stepped without the table
+ * every time; so is a frame without unwind info, its slot's kind
+ * RULE_NOINFO (*kind). */
+static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a, int *kind)
 {
 	const void *row = no_row;
 	unw_word_t sp = 0, bp = 0;
+	int found = fetch_row(c, ip, tmp);
 	*a = -2;
-	if (fetch_row(c, ip, tmp) && unw_get_reg(c, UNW_REG_SP, &sp) == 0 &&
-	    unw_get_reg(c, UNW_FP, &bp) == 0) {
-		*a = unw_apply_reg_state(c, tmp);
-		if (row_fits(*a, c))
+	*kind = found ? RULE_NONE : RULE_NOINFO;
+	if (found && unw_get_reg(c, UNW_REG_SP, &sp) == 0 && unw_get_reg(c, UNW_FP, &bp) == 0) {
+		unw_cursor_t after = *c;
+		int r = unw_apply_reg_state(&after, tmp);
+		if (row_fits(r, &after)) {
 			row = tmp;
+			*a = r;
+			*c = after;
+		}
 	}
 	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return row;
-	struct rule rule = { 0, 0, RULE_NONE, -1, NO_ROW };
+	struct rule rule = { 0, 0, (uint8_t)*kind, -1, NO_ROW };
 	if (row != no_row)
 		rule = rule_of(c, *a, (uintptr_t)sp, (uintptr_t)bp, ip, row);
 	row = keep(ip, row, rule);
@@ -414,6 +436,7 @@ HA_TESTABLE unsigned learned_at;  /* frames learned by learn_at (prof/unit.h) */
  * learned without replaying the rows of all the others. */
 int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
 {
+	ha_unw_start();
 	if (table_full() || __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return 0;
 	unw_context_t uc;
@@ -449,64 +472,138 @@ static int from_first(void **buf, int size, void *const *tmp, int n, void *first
 	return n > 0 ? n : 0;
 }
 
-/* libunwind's fast trace for a stack the rows cannot walk; -1 while it may
- * not run (its validation pipe is not its own: unw_pipe.c). */
-__attribute__((noinline)) int ha_frame_fast_trace(void **buf, int size, void *first)
+/* scratch filled for made_up's registers: once, under the writer flag; 0
+ * while another thread holds the flag that first time. */
+static int scratch_ready(void)
 {
-	void *tmp[HA_STACK_RAW + 4];
-	int probe[2];
-	if (!ha_unw_trace_begin(probe))
-		return -1;
-	int n = unw_backtrace(tmp, size + 4);
-	ha_unw_trace_end(probe);
-	ha_trace_norm(tmp, n);
-	return from_first(buf, size, tmp, n, first);
+	if (__atomic_load_n(&scratch_used, __ATOMIC_ACQUIRE))
+		return 1;
+	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	scratch_fill();
+	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
+	return 1;
 }
 
-/* The fast trace, or when it may not run the n frames walked so far. */
-static inline __attribute__((always_inline)) int fast_or_walked(void **buf, int size, void *first,
-								void *const *tmp, int n)
+/* The two words at at, read by the kernel, which fails where nothing
+ * readable is mapped instead of faulting: the only reads of a walk that no
+ * unwind info vouches for.  No descriptor, unlike libunwind's validation. */
+static int read_pair(uintptr_t at, uintptr_t w[2])
 {
-	int m = ha_frame_fast_trace(buf, size, first);
-	return m >= 0 ? m : from_first(buf, size, tmp, n, first);
+	int e = errno;
+	struct iovec here = { w, 2 * sizeof *w }, there = { (void *)at, 2 * sizeof *w };
+	ssize_t got = process_vm_readv(getpid(), &here, 1, &there, 1, 0);
+	errno = e;
+	return got == (ssize_t)(2 * sizeof *w);
 }
 
-/* The walk over the shared rows, from the frame of this function.  Ends
- * like unw_step: undefined return address or RBP, or a bad frame. */
+/* A frame without unwind info, stepped by its frame pointer bp (RBP, x29)
+ * as compilers keep it: the caller's frame pointer at bp, the return
+ * address in the word above.  bp lies at or above SP, within 64 MiB (as the
+ * rule walk's CFA) and aligned; the cursor starts again at the caller on a
+ * made-up context (other registers pointing into scratch).  1: *ip is the
+ * caller's; 0: the end. */
+static int step_by_fp(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip)
+{
+	unw_word_t sp, bp;
+	uintptr_t w[2], home;
+	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0 || unw_get_reg(c, UNW_FP, &bp) < 0 || bp < sp ||
+	    bp - sp >= ((uintptr_t)1 << 26) || bp % sizeof(void *) || !read_pair(bp, w) ||
+	    w[1] < 0x4000 || !scratch_ready())
+		return 0;
+	made_up(uc, w[1], bp + 2 * sizeof(void *), w[0], &home);
+	if (unw_init_local(c, uc) < 0)
+		return 0;
+	*ip = w[1];
+	return 1;
+}
+
+/* After a row was applied to *c: the caller's IP into *ip, or 0 at the
+ * end (as unw_step: no return address, RBP undefined, IP in the first
+ * pages). */
+static int caller_ip(unw_cursor_t *c, int a, uintptr_t *ip)
+{
+	unw_save_loc_t fp;
+	unw_word_t w;
+	if (a <= 0 || unw_get_save_loc(c, UNW_FP, &fp) < 0 || fp.type == UNW_SLT_NONE ||
+	    unw_get_reg(c, UNW_REG_IP, &w) < 0 || w < 0x4000)
+		return 0;
+	*ip = (uintptr_t)w;
+	return 1;
+}
+
+/* The frame at *c (IP *ip) stepped without the table, nothing kept.  Its
+ * row is fetched on the cursor itself, so that libunwind's cursor knows
+ * whether the next frame is looked up at its exact IP (*exact: after a
+ * signal frame, whose row gives the interrupted frame's registers from the
+ * kernel's record) or at IP - 1.  No unwind info (noinfo: known already):
+ * its frame pointer.  1: *c at the caller; 0: the end. */
+#ifdef HA_TESTING
+HA_TESTABLE unsigned uncached;    /* frames stepped here (prof/unit.h) */
+#endif
+
+static int step_uncached(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, int *exact, void *tmp,
+			 int noinfo)
+{
+#ifdef HA_TESTING
+	uncached++;
+#endif
+	if (!noinfo) {
+		struct pick p = { *ip - (*exact ? 0 : 1), 0, tmp, 0 };
+		if (unw_reg_states_iterate(c, pick_row, &p) >= 0 && p.found) {
+			/* aarch64 reads the instruction at IP: within the row's
+			 * range, or the page IP is on */
+			int sig = !*exact && ((*ip & 4095) <= 4096 - 16 || p.hi >= *ip + 16) &&
+				  unw_is_signal_frame(c) > 0;
+			int a = unw_apply_reg_state(c, tmp);
+			if ((!sig && !row_fits(a, c)) || !caller_ip(c, a, ip))
+				return 0;
+			*exact = sig;
+			return 1;
+		}
+	}
+	*exact = 0;
+	return step_by_fp(c, uc, ip);
+}
+
+/* The walk over the shared rows, from the frame of this function; frames
+ * the table does not describe (signal frames, the frame after one, no
+ * unwind info, or every frame once an object was unloaded or the table is
+ * full) are stepped without it.  Ends like unw_step: undefined return
+ * address or RBP, or a bad frame. */
 __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void *first)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
-	unw_word_t ip;
+	unw_word_t w;
 	unsigned char row_tmp[ROW_BYTES] __attribute__((aligned(16)));
 	void *tmp[HA_STACK_RAW + 4];
-	int n = 0;
+	int n = 0, exact = 0;
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
-	if (!ha_frame_rows_valid())
-		return fast_or_walked(buf, size, first, tmp, 0);
+	ha_unw_start();
+	int cached = ha_frame_rows_valid();
 	unw_getcontext(&uc);
-	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
-		return fast_or_walked(buf, size, first, tmp, 0);
+	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &w) < 0)
+		return 0;
+	uintptr_t ip = (uintptr_t)w;
 	while (n < size + 4) {
-		const void *row = row_of((uintptr_t)ip);
-		int a = -2;
-		if (!row) {
-			if (table_full())
-				return fast_or_walked(buf, size, first, tmp, n);
-			row = learn_row(&c, (uintptr_t)ip, row_tmp, &a);
+		const void *row = NULL;
+		int a = -2, kind = RULE_NONE;
+		if (cached && !exact) {
+			row = row_of(ip, &kind);
+			if (!row && !table_full())
+				row = learn_row(&c, ip, row_tmp, &a, &kind);
 		}
-		if (row == no_row)
-			return fast_or_walked(buf, size, first, tmp, n);
-		if (a == -2)
-			a = unw_apply_reg_state(&c, (void *)row);
-		if (a <= 0)
-			break;
-		unw_save_loc_t rbp;
-		if (unw_get_save_loc(&c, UNW_FP, &rbp) < 0 || rbp.type == UNW_SLT_NONE)
-			break;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip < 0x4000)
-			break;
+		if (!row || row == no_row) {
+			if (!step_uncached(&c, &uc, &ip, &exact, row_tmp, kind == RULE_NOINFO))
+				break;
+		} else {
+			if (a == -2)
+				a = unw_apply_reg_state(&c, (void *)row);
+			if (!caller_ip(&c, a, &ip))
+				break;
+		}
 		tmp[n++] = (void *)ip;
 	}
 	return from_first(buf, size, tmp, n, first);

@@ -23,7 +23,9 @@
 #define PROBES 16
 #define NO_ROW 0xffffu
 
-enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
+/* RULE_NOINFO: no unwind info at all (frame_rules.c steps it by its frame
+ * pointer); the rule walk, like for RULE_NONE, leaves it to the rows. */
+enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END, RULE_NOINFO };
 /* One IP's rule: CFA = (SP or the frame pointer, by kind) + cfa_off, the
  * return address at CFA + 8 * ra_w, the frame pointer saved at CFA +
  * rbp_off (rbp_off <= -8) or kept (0); row: the index of its DWARF row in
@@ -246,16 +248,17 @@ HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
 /* The walk over the shared rows from the caller's frame (inside the gate);
  * first: the hook's return address. */
 HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
-/* libunwind's fast trace, from first on; -1 while its pipe is not its own. */
-HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
 
 /* ---- unw_pipe.c ---------------------------------------------------------- */
-/* Run libunwind's one-time set-up (its constructor, else ha_stack_init),
- * its validation pipe left closed or noted. */
-HA_HIDDEN void ha_unw_start(void);
-/* Around such a call: begin 0 means do not make it; end notes the pipe
- * the call may have opened (probe: begin's two lowest free numbers). */
-HA_HIDDEN int ha_unw_trace_begin(int probe[2]);
-HA_HIDDEN void ha_unw_trace_end(const int probe[2]);
+/* libunwind's one-time set-up, its validation pipe refused (unw_pipe.c):
+ * before any call into libunwind. */
+#define HA_UNW_READY 2
+extern HA_HIDDEN int ha_unw_state;
+HA_HIDDEN void ha_unw_start_slow(void);
+static inline void ha_unw_start(void)
+{
+	if (HA_UNLIKELY(__atomic_load_n(&ha_unw_state, __ATOMIC_ACQUIRE) != HA_UNW_READY))
+		ha_unw_start_slow();
+}
 
 #endif
