@@ -308,13 +308,27 @@ static int row_fits(int a, unw_cursor_t *after)
 		unw_get_reg(after, UNW_REG_SP, &cfa) == 0 && ra_ok(&ra, (uintptr_t)cfa));
 }
 
-/* The row of ip from its FDE into tmp (c: a cursor at the frame; iterating
- * moves the cursor's own state, so a copy is used).  1 if found. */
-static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
+/* The row at pc from its FDE into tmp (c: a cursor at the frame; iterating
+ * moves the cursor's own state, so a copy is used).  1 if found; *sig:
+ * the FDE is a signal frame's ('S', x86-64: libunwind reads no code for
+ * it). */
+static int fetch_row_at(const unw_cursor_t *c, uintptr_t pc, void *tmp, int *sig)
 {
 	unw_cursor_t probe = *c;
-	struct pick p = { ip - 1, 0, tmp, 0 };
-	return unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
+	struct pick p = { pc, 0, tmp, 0 };
+	int ok = unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
+#if defined(__x86_64__)
+	*sig = ok && unw_is_signal_frame(&probe) > 0;
+#else
+	*sig = 0;
+#endif
+	return ok;
+}
+
+/* The row of a return address ip (looked up at ip - 1). */
+static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp, int *sig)
+{
+	return fetch_row_at(c, ip - 1, tmp, sig);
 }
 
 /* Copy the table into the next size and publish that; under the writer
@@ -397,15 +411,15 @@ uint64_t ha_frame_memory(void)
  * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
  * the IP elsewhere, and the frame it interrupted must be looked up at its
  * exact IP, so a signal frame gets no_row and is stepped without the table
- * every time; so is a frame without unwind info, its slot's kind
- * RULE_NOINFO (*kind). */
+ * every time; so is a frame without unwind info.  Either's slot says
+ * which (*kind: RULE_SIGNAL, RULE_NOINFO), for ha_frame_step_other. */
 static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a, int *kind)
 {
 	const void *row = no_row;
 	unw_word_t sp = 0, bp = 0;
-	int found = fetch_row(c, ip, tmp);
+	int sig, found = fetch_row(c, ip, tmp, &sig);
 	*a = -2;
-	*kind = found ? RULE_NONE : RULE_NOINFO;
+	*kind = !found ? RULE_NOINFO : sig ? RULE_SIGNAL : RULE_NONE;
 	if (found && unw_get_reg(c, UNW_REG_SP, &sp) == 0 && unw_get_reg(c, UNW_FP, &bp) == 0) {
 		unw_cursor_t after = *c;
 		int r = unw_apply_reg_state(&after, tmp);
@@ -427,15 +441,18 @@ static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a, i
 
 HA_TESTABLE unsigned learned_at;  /* frames learned by learn_at (prof/unit.h) */
 
-/* Learn the frame at ip (a return address) whose RSP and RBP are sp and bp,
- * as the rule walk found them, on a made-up context whose other registers
- * point into scratch.  Kept only when its rule needs no other register
- * (RULE_SP, RULE_BP, RULE_END).  1: ip has a slot now, the rule walk goes
- * on; 0: the caller walks the real registers through the rows instead,
- * which learn the frame there.  So a stack with a few new frames is
- * learned without replaying the rows of all the others. */
-int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+/* Learn the frame at ip whose RSP and RBP are sp and bp, as the rule walk
+ * found them, on a made-up context whose other registers point into
+ * scratch (exact: a frame a signal interrupted, looked up at ip itself and
+ * kept under ip | HA_EXACT_IP).  Kept only when its rule needs no other
+ * register (RULE_SP, RULE_BP, RULE_END), or as RULE_NOINFO, RULE_SIGNAL.
+ * 1: the slot is there now, the rule walk goes on; 0: the caller walks the
+ * real registers through the rows instead, which learn the frame there.
+ * So a stack with a few new frames is learned without replaying the rows
+ * of all the others. */
+static int learn_made_up(uintptr_t ip, uintptr_t sp, uintptr_t bp, int exact)
 {
+	uintptr_t key = exact ? ip | HA_EXACT_IP : ip;
 	ha_unw_start();
 	if (table_full() || __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return 0;
@@ -443,18 +460,33 @@ int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
 	unw_cursor_t c;
 	unsigned char row[ROW_BYTES] __attribute__((aligned(16)));
 	uintptr_t home;
+	int sig;
 	scratch_fill();
 	made_up(&uc, ip, sp, bp, &home);
-	if (!ha_frame_slot_at(ip) && unw_init_local(&c, &uc) >= 0 && fetch_row(&c, ip, row)) {
-		int a = unw_apply_reg_state(&c, row);
-		if (row_fits(a, &c)) {
-			struct rule got = rule_of(&c, a, sp, bp, ip, row);
-			if (got.kind != RULE_NONE && keep(ip, row, got) != row)
-				learned_at++;
+	if (!ha_frame_slot_at(key) &&
+	    unw_init_local2(&c, &uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) >= 0) {
+		struct rule none = { 0, 0, RULE_NOINFO, -1, NO_ROW };
+		if (!fetch_row_at(&c, exact ? ip : ip - 1, row, &sig)) {
+			keep(key, no_row, none);
+		} else if (sig && !exact) {
+			none.kind = RULE_SIGNAL;
+			keep(key, no_row, none);
+		} else {
+			int a = unw_apply_reg_state(&c, row);
+			if (row_fits(a, &c)) {
+				struct rule got = rule_of(&c, a, sp, bp, ip, row);
+				if (got.kind != RULE_NONE && keep(key, exact ? no_row : row, got) != row)
+					learned_at++;
+			}
 		}
 	}
 	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
-	return ha_frame_slot_at(ip) != NULL;
+	return ha_frame_slot_at(key) != NULL;
+}
+
+int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	return learn_made_up(ip, sp, bp, 0);
 }
 
 /* Entries of tmp from the one equal to first (the hook's return address)
@@ -497,25 +529,91 @@ static int read_pair(uintptr_t at, uintptr_t w[2])
 	return got == (ssize_t)(2 * sizeof *w);
 }
 
-/* A frame without unwind info, stepped by its frame pointer bp (RBP, x29)
- * as compilers keep it: the caller's frame pointer at bp, the return
- * address in the word above.  bp lies at or above SP, within 64 MiB (as the
- * rule walk's CFA) and aligned; the cursor starts again at the caller on a
- * made-up context (other registers pointing into scratch).  1: *ip is the
- * caller's; 0: the end. */
-static int step_by_fp(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip)
+/* The caller of a frame without unwind info whose SP and frame pointer
+ * (RBP, x29) are sp and bp, as compilers keep a frame pointer: the
+ * caller's frame pointer at bp, the return address in the word above, the
+ * caller's SP above both.  bp lies at or above sp, within 64 MiB (as the
+ * rule walk's CFA) and aligned, and its words are read through the kernel
+ * unless on the 4 KiB page already read so in this walk (*ok_page). */
+static int fp_caller(uintptr_t sp, uintptr_t bp, uintptr_t *ok_page, uintptr_t w[2])
+{
+	uintptr_t page = bp & ~(uintptr_t)4095;
+	if (bp < sp || bp - sp >= ((uintptr_t)1 << 26) || bp % sizeof(void *))
+		return 0;
+	if (page == *ok_page && ((bp + 2 * sizeof(void *) - 1) & ~(uintptr_t)4095) == page) {
+		w[0] = ((const uintptr_t *)bp)[0];
+		w[1] = ((const uintptr_t *)bp)[1];
+	} else if (read_pair(bp, w)) {
+		*ok_page = page;
+	} else {
+		return 0;
+	}
+	return w[1] >= 0x4000;
+}
+
+/* A frame without unwind info, stepped by its frame pointer: the cursor
+ * starts again at the caller, on a made-up context (other registers
+ * pointing into scratch).  1: *ip is the caller's; 0: the end. */
+static int step_by_fp(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, uintptr_t *ok_page)
 {
 	unw_word_t sp, bp;
 	uintptr_t w[2], home;
-	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0 || unw_get_reg(c, UNW_FP, &bp) < 0 || bp < sp ||
-	    bp - sp >= ((uintptr_t)1 << 26) || bp % sizeof(void *) || !read_pair(bp, w) ||
-	    w[1] < 0x4000 || !scratch_ready())
+	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0 || unw_get_reg(c, UNW_FP, &bp) < 0 ||
+	    !fp_caller(sp, bp, ok_page, w) || !scratch_ready())
 		return 0;
 	made_up(uc, w[1], bp + 2 * sizeof(void *), w[0], &home);
 	if (unw_init_local(c, uc) < 0)
 		return 0;
 	*ip = w[1];
 	return 1;
+}
+
+#ifdef HA_TESTING
+HA_TESTABLE unsigned signal_steps;   /* signal frames stepped here (prof/unit.h) */
+#endif
+
+int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page)
+{
+	const struct slot *s = ha_frame_slot_at(w->ip);
+	uintptr_t word[2];
+	if (!s || w->n >= size)
+		return 0;
+	if (s->rule.kind == RULE_NOINFO) {
+		if (!fp_caller(w->sp, w->bp, ok_page, word))
+			return 0;
+		buf[w->n++] = (void *)w->ip;
+		w->sp = w->bp + 2 * sizeof(void *);
+		w->ip = word[1];
+		w->bp = word[0];
+		return 1;
+	}
+#if defined(__x86_64__)
+	if (s->rule.kind == RULE_SIGNAL) {
+		/* the handler returned into the trampoline with RSP at the
+		 * kernel's ucontext (glibc's __restore_rt: CFA = [RSP + 160]) */
+		const greg_t *g = ((const ucontext_t *)w->sp)->uc_mcontext.gregs;
+		uintptr_t ip = (uintptr_t)g[REG_RIP], sp = (uintptr_t)g[REG_RSP];
+		uintptr_t bp = (uintptr_t)g[REG_RBP];
+		const struct slot *x = ha_frame_slot_at(ip | HA_EXACT_IP);
+		if (ip < 0x4000 || w->n + 2 > size ||
+		    (!x && !(learn_made_up(ip, sp, bp, 1) && (x = ha_frame_slot_at(ip | HA_EXACT_IP)))))
+			return 0;
+		struct rule r = x->rule;
+		uintptr_t cfa = (r.kind == RULE_BP ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
+		if ((r.kind != RULE_SP && r.kind != RULE_BP) || cfa - sp - 1 >= ((uintptr_t)1 << 26))
+			return 0;
+#ifdef HA_TESTING
+		signal_steps++;
+#endif
+		buf[w->n++] = (void *)w->ip;      /* the trampoline */
+		buf[w->n++] = (void *)ip;         /* the frame it interrupted */
+		w->bp = r.rbp_off ? *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off) : bp;
+		w->ip = *(const uintptr_t *)(cfa - 8);
+		w->sp = cfa;
+		return w->ip >= 0x4000 ? 1 : 2;
+	}
+#endif
+	return 0;
 }
 
 /* After a row was applied to *c: the caller's IP into *ip, or 0 at the
@@ -543,7 +641,7 @@ HA_TESTABLE unsigned uncached;    /* frames stepped here (prof/unit.h) */
 #endif
 
 static int step_uncached(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, int *exact, void *tmp,
-			 int noinfo)
+			 int noinfo, uintptr_t *ok_page)
 {
 #ifdef HA_TESTING
 	uncached++;
@@ -563,7 +661,7 @@ static int step_uncached(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, int 
 		}
 	}
 	*exact = 0;
-	return step_by_fp(c, uc, ip);
+	return step_by_fp(c, uc, ip, ok_page);
 }
 
 /* The walk over the shared rows, from the frame of this function; frames
@@ -579,6 +677,7 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 	unsigned char row_tmp[ROW_BYTES] __attribute__((aligned(16)));
 	void *tmp[HA_STACK_RAW + 4];
 	int n = 0, exact = 0;
+	uintptr_t ok_page = 0;
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
 	ha_unw_start();
@@ -596,7 +695,7 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 				row = learn_row(&c, ip, row_tmp, &a, &kind);
 		}
 		if (!row || row == no_row) {
-			if (!step_uncached(&c, &uc, &ip, &exact, row_tmp, kind == RULE_NOINFO))
+			if (!step_uncached(&c, &uc, &ip, &exact, row_tmp, kind == RULE_NOINFO, &ok_page))
 				break;
 		} else {
 			if (a == -2)

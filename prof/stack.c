@@ -431,14 +431,19 @@ static int stack_unwind(void **buf, int size)
 		trimmed.valid = 0;
 		if (HA_LIKELY(st == WALK_DONE))
 			return w.n;
+		/* a frame never met is learned; one without unwind info, a
+		 * signal frame and the frame it interrupted are stepped
+		 * (frame_rules.c); the rule walk goes on from there */
+		uintptr_t ok_page = 0;
 		for (;;) {
-			if (st == WALK_NO_RULE)
-				break;
 			gate_enter();
-			int on = ha_frame_learn_at(w.ip, w.sp, w.bp);
+			int on = st == WALK_NO_RULE ? ha_frame_step_other(buf, size, &w, &ok_page)
+						    : ha_frame_learn_at(w.ip, w.sp, w.bp);
 			gate_leave();
 			if (!on)
 				break;
+			if (on == 2)
+				return w.n;
 			st = rule_walk(buf, size, &w, NULL);
 			if (HA_LIKELY(st == WALK_DONE))
 				return w.n;
