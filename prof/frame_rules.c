@@ -529,15 +529,20 @@ static int read_pair(uintptr_t at, uintptr_t w[2])
 	return got == (ssize_t)(2 * sizeof *w);
 }
 
-/* The caller of a frame without unwind info whose SP and frame pointer
- * (RBP, x29) are sp and bp, as compilers keep a frame pointer: the
- * caller's frame pointer at bp, the return address in the word above, the
- * caller's SP above both.  bp lies at or above sp, within 64 MiB (as the
- * rule walk's CFA) and aligned, and its words are read through the kernel
- * unless on the 4 KiB page already read so in this walk (*ok_page). */
+/* The caller of a frame without unwind info whose RSP and RBP are sp and
+ * bp, as compilers keep a frame pointer: the caller's RBP at bp, the
+ * return address in the word above, the caller's RSP above both.  bp lies
+ * at or above sp, within 64 MiB (as the rule walk's CFA) and aligned, and
+ * its words are read through the kernel unless on the 4 KiB page already
+ * read so in this walk (*ok_page).  x86-64 only: aarch64's frame record
+ * sits at the bottom of its frame, so the caller's SP is not known there
+ * (the walk ends at such a frame, as libunwind's x30 guess did). */
 static int fp_caller(uintptr_t sp, uintptr_t bp, uintptr_t *ok_page, uintptr_t w[2])
 {
 	uintptr_t page = bp & ~(uintptr_t)4095;
+#if !defined(__x86_64__)
+	return 0;
+#endif
 	if (bp < sp || bp - sp >= ((uintptr_t)1 << 26) || bp % sizeof(void *))
 		return 0;
 	if (page == *ok_page && ((bp + 2 * sizeof(void *) - 1) & ~(uintptr_t)4095) == page) {
