@@ -10,6 +10,9 @@
  * locks; ha_gzip_to never loads (it runs under the dump lock, and prof.h's
  * rules keep the loader out of that): before a load it writes uncompressed.
  * ha_gzip_file hands the result to writer.c's temp-name-and-rename.
+ * A load that failed for want of a descriptor is tried again at the next
+ * profile (the one in hand goes uncompressed): a moment of EMFILE must
+ * not leave the process writing uncompressed profiles for good.
  * Never calls the public malloc for zlib's state: it lives in ha_dump_mem
  * memory (raw memory, or the pre-OOM reserve).
  */
@@ -36,6 +39,8 @@ static struct {
 } zlib;
 static pthread_once_t zlib_once = PTHREAD_ONCE_INIT;
 static int zlib_tried;   /* load() ran (atomic) */
+static int zlib_retry;   /* it failed for want of a descriptor (atomic) */
+static int zlib_said;    /* that failure's stderr line written */
 
 static void load(void)
 {
@@ -45,26 +50,36 @@ static void load(void)
 	ha_books_own_begin(mark);   /* ... nor counted as the program's heap */
 	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
 	const char *why = h ? NULL : dlerror();
+	int retry = !h && ha_fds_short();
 	if (h) {
-		zlib.init = (init_fn)dlsym(h, "deflateInit2_");
+		init_fn init = (init_fn)dlsym(h, "deflateInit2_");
 		zlib.deflate = (deflate_fn)dlsym(h, "deflate");
 		zlib.end = (end_fn)dlsym(h, "deflateEnd");
-		if (!zlib.init || !zlib.deflate || !zlib.end) {
+		if (!init || !zlib.deflate || !zlib.end)
 			why = "no deflateInit2_, deflate or deflateEnd in it";
-			zlib.init = NULL;
-		}
+		else    /* last: a reader that sees init sees the other two */
+			__atomic_store_n(&zlib.init, init, __ATOMIC_RELEASE);
 	}
 	ha_books_own_end(mark);
 	ha_prof_busy = busy;
-	if (!zlib.init)
+	if (retry && !zlib_said)
+		ha_log("heapalloc: cannot load zlib now (libz.so.1: %s); pprof profiles are written "
+		       "uncompressed until a descriptor is free\n", why ? why : "unknown error");
+	else if (!retry && !zlib.init)
 		ha_log("heapalloc: cannot load zlib (libz.so.1: %s); pprof profiles are written "
 		       "uncompressed\n", why ? why : "unknown error");
+	zlib_said |= retry;
+	__atomic_store_n(&zlib_retry, retry, __ATOMIC_RELEASE);
 	__atomic_store_n(&zlib_tried, 1, __ATOMIC_RELEASE);
 }
 
 void ha_gzip_load(void)
 {
 	pthread_once(&zlib_once, load);
+	/* the exchange: one caller at a time tries again */
+	if (__atomic_load_n(&zlib_retry, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&zlib_retry, 0, __ATOMIC_ACQ_REL))
+		load();
 }
 
 /* zlib's allocator: raw memory, never the public malloc. */
@@ -93,7 +108,8 @@ static int put(ha_out *dst, const void *p, size_t n)
 
 int ha_gzip_to(ha_out *dst, const char *data, size_t n)
 {
-	if (!__atomic_load_n(&zlib_tried, __ATOMIC_ACQUIRE) || !zlib.init)
+	if (!__atomic_load_n(&zlib_tried, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&zlib.init, __ATOMIC_ACQUIRE))
 		return put(dst, data, n);   /* no zlib: the protobuf as it is */
 	z_stream z;
 	memset(&z, 0, sizeof z);

@@ -348,6 +348,9 @@ void ha_out_u64(ha_out *o, uint64_t v, int width);
 int ha_out_flush(ha_out *o);
 /* write(2) all of buf, across short writes and EINTR; 0 or an errno. */
 int ha_write_all(int fd, const void *buf, size_t n);
+/* Whether no descriptor can be opened now (EMFILE, ENFILE): a dlopen that
+ * failed then is tried again later, not given up for the process's life. */
+int ha_fds_short(void);
 /* Copy a /proc/self/maps stream from fd to o, 4th perm char -> 'p'. */
 void ha_writer_maps_copy(ha_out *o, int fd);
 /* The process whose memory map a profile names (MAPPED_LIBRARIES, and

@@ -9,7 +9,9 @@
  * beside the file holding this code (libheapalloc.so, installed or in a
  * build tree's .libs), then by the loader's search path (a static link).
  * A plugin that cannot be loaded is one stderr line for the process's
- * lifetime; profiles then carry addresses and build IDs only.
+ * lifetime; profiles then carry addresses and build IDs only.  One that
+ * failed for want of a descriptor (EMFILE) is looked for again at the next
+ * profile: a moment of it must not cost the process its names for good.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -27,6 +29,7 @@
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static int names_busy;            /* a thread holds names_lock (for fork) */
 static int tried;                 /* the plugin was looked for */
+static int said_short;            /* the stderr line of a failure for want of a descriptor */
 static const ha_sym_ops *ops;
 
 void ha_names_lock(void)
@@ -137,6 +140,14 @@ const ha_sym_ops *ha_names_ops(void)
 	if (o && o->abi == HA_SYM_ABI) {
 		ops = o;
 		return ops;
+	}
+	if (!h && ha_fds_short()) {
+		if (!said_short)
+			ha_log("heapalloc: cannot load the symboliser " HA_SYM_PLUGIN " now (%s); profiles "
+			       "carry addresses until a descriptor is free\n", why ? why : "no descriptor");
+		said_short = 1;
+		tried = 0;
+		return NULL;
 	}
 	ha_log("heapalloc: cannot load the symboliser " HA_SYM_PLUGIN " (%s); profiles carry addresses only\n",
 	       why ? why : "not a heapalloc plugin of this version");

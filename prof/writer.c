@@ -62,6 +62,16 @@ void ha_dump_mem_free(void *p)
 	ha_raw_free(p);
 }
 
+int ha_fds_short(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == EMFILE || errno == ENFILE;
+}
+
 int ha_write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

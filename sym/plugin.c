@@ -9,7 +9,9 @@
  * is the one read from memory.  Per mapping it keeps the open file, its
  * DWARF index and every address already named, so a scrape after the first
  * costs a hash lookup per location.  Names are interned: a function or a
- * string seen once keeps its id for the plugin's lifetime.
+ * string seen once keeps its id for the plugin's lifetime.  A mapping whose
+ * file could not be opened for want of a descriptor or memory is opened
+ * again at the next profile, not remembered as unreadable.
  *
  * Runs on the profiler's helper thread or an API caller, one call at a
  * time, with profiling suppressed (its allocations never show in a
@@ -185,6 +187,7 @@ typedef struct rec {
 	unsigned char bid[64];
 	size_t bid_len;
 	ha_dw *dw;                /* NULL: unusable, its frames stay addresses */
+	int again;                /* dw NULL for want of a descriptor: the next profile retries */
 	uint64_t link_start;      /* link-time address of start */
 	int dwarf;
 	seen *seen;               /* open addressing by address; a = 0 empty */
@@ -219,9 +222,19 @@ static void hex(const unsigned char *b, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
+/* An open() failure that passes: out of descriptors or memory. */
+static int passing(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM || e == EAGAIN || e == EINTR;
+}
+
+static int said_passing;   /* a passing failure's line written, none opened since */
+
 /* Open the file behind m: the mapped inode itself, else /proc/self/exe or
- * the path when their build ID is m's.  NULL, with one stderr line. */
-static ha_dw *open_mapping(const ha_sym_map *m)
+ * the path when their build ID is m's.  NULL, with one stderr line (for
+ * failures that pass, one until a file opens again), *again set when the
+ * next profile should try once more. */
+static ha_dw *open_mapping(const ha_sym_map *m, int *again)
 {
 	char path[4096], proc[64], want[2 * 64 + 1];
 	size_t n = m->path_len < sizeof path - 1 ? m->path_len : sizeof path - 1;
@@ -234,18 +247,32 @@ static ha_dw *open_mapping(const ha_sym_map *m)
 	snprintf(proc, sizeof proc, "/proc/self/map_files/%lx-%lx", (unsigned long)m->start,
 		 (unsigned long)m->limit);
 	const char *tries[3] = { proc, "/proc/self/exe", path };
+	int short_of = 0;
+	*again = 0;
 	for (int i = 0; i < 3; i++) {
 		if (i > 0 && !m->bid_len)
 			break;            /* nothing to check another file against */
 		int fd = open(tries[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (passing(errno))
+				short_of = errno;
 			continue;
+		}
+		said_passing = 0;
 		ha_dw *d = ha_dw_open(fd, path);
 		if (!d)
 			continue;
 		if (!m->bid_len || strcmp(ha_dw_build_id(d), want) == 0)
 			return d;
 		ha_dw_close(d);
+	}
+	if (short_of) {
+		if (!said_passing)
+			say("heapalloc: %s: cannot open it now (%s); its frames stay addresses until "
+			    "a later profile opens it", path, strerror(short_of));
+		said_passing = 1;
+		*again = 1;
+		return NULL;
 	}
 	say("heapalloc: %s: %s; its frames stay addresses", path,
 	    m->bid_len ? "no readable file with the mapped build ID" :
@@ -273,7 +300,7 @@ static rec *rec_for(const ha_sym_map *m)
 	r->offset = m->offset;
 	r->bid_len = m->bid_len <= sizeof r->bid ? m->bid_len : 0;
 	memcpy(r->bid, m->bid, r->bid_len);
-	r->dw = open_mapping(m);
+	r->dw = open_mapping(m, &r->again);
 	if (r->dw && ha_dw_link_start(r->dw, m->offset, &r->link_start) != 0) {
 		say("heapalloc: %.*s: no loadable segment at file offset 0x%lx; its frames stay addresses",
 		    (int)m->path_len, m->path, (unsigned long)m->offset);
@@ -335,11 +362,11 @@ static int add_frames(rec *r, size_t k)
 static void op_begin(const ha_sym_map *maps, size_t n)
 {
 	size_t w = 0;
-	for (size_t i = 0; i < nrecs; i++) {
+	for (size_t i = 0; i < nrecs; i++) {   /* kept: still mapped, and not to retry */
 		int there = 0;
 		for (size_t k = 0; k < n && !there; k++)
 			there = same_map(&recs[i], &maps[k]);
-		if (there)
+		if (there && !(recs[i].again && !recs[i].dw))
 			recs[w++] = recs[i];
 		else
 			rec_free(&recs[i]);
