@@ -58,3 +58,18 @@ emu_rust() {
 	export CARGO_BUILD_TARGET RUSTC "CARGO_TARGET_$(echo "$emu_t" | tr a-z- A-Z_)_LINKER"
 	echo "$HA_EMULATED: Rust for $emu_t: $("$emu_rustc" --version), $("$CARGO" --version), linking with $emu_ld"
 }
+
+# emu_root WHAT — under emulation, the directory holding Debian's programs
+# of the library's architecture, unpacked by tools/check --arch arm64
+# (usr/bin: sort, head, gawk, sqlite3; bin: sh, dash), put first on PATH
+# so that a program a test starts, and those it starts, are of that
+# architecture; when it is missing skip, saying WHAT needed them.
+# Not emulated: nothing.
+emu_root() {
+	[ -n "${HA_EMULATED:-}" ] || return 0
+	emu_dir=$top_builddir/emu-root
+	[ -x "$emu_dir/usr/bin/sqlite3" ] ||
+		emu_skip "$1: no Debian programs for ${HA_EMULATED%% *} in $emu_dir (tools/check --arch arm64 unpacks them)"
+	PATH=$emu_dir/usr/bin:$emu_dir/bin:$PATH
+	export PATH
+}

@@ -12,7 +12,8 @@
 # the timeline starts within the first 300 ms, in time order, with a row
 # at the peak copy.
 . "$top_srcdir/tests/emu.sh"
-emu_skip "it preloads the arm64 library into this machine's x86-64 sqlite3"
+# under emulation Debian's arm64 sqlite3 (emu_root)
+emu_root "sqlite3 of the library's architecture"
 . "$top_srcdir/tests/prof_lib.sh"
 need_go
 SQLITE=$(command -v sqlite3 || true)
@@ -94,6 +95,10 @@ peak() {
 # explained DIR — each .stats: rss lines add up and explain >= 95%, the
 # first dump >= 91% (see the top)
 explained() {
+	if [ -n "${HA_EMULATED:-}" ]; then
+		echo "$1: RSS explained not checked: $HA_EMULATED: the process's RSS is the emulator's too (~110 MB of it)"
+		return 0
+	fi
 	for s in "$1"/p.[0-9]*.stats; do
 		x=$(sed -n 's/^# explained: \([0-9.]*\)%.*/\1/p' "$s")
 		case $s in */p.0001.stats) min=91 ;; *) min=95 ;; esac
@@ -103,9 +108,13 @@ explained() {
 }
 
 # timeline DIR — rows from the first 300 ms, at least 5, one at the peak
+# (under emulation from the first 1.5 s: qemu-user takes ~0.6 s to load
+# and translate sqlite3 before its first allocation)
+start=0.3
+[ -n "${HA_EMULATED:-}" ] && start=1.5
 timeline() {
 	first=$(rows "$1/p.log" | head -1 | cut -f2)
-	awk -v a="$(cat "$1/t0")" -v b="$first" 'BEGIN { exit !(b - a <= 0.3) }' ||
+	awk -v a="$(cat "$1/t0")" -v b="$first" -v s=$start 'BEGIN { exit !(b - a <= s) }' ||
 		fail "$1: first timeline row $first, started $(cat "$1/t0")"
 	nt=$(rows "$1/p.log" | awk -F'\t' '$8 == "timeline"' | wc -l)
 	[ "$nt" -ge 5 ] || fail "$1: $nt timeline rows"
