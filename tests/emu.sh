@@ -61,14 +61,15 @@ emu_rust() {
 
 # emu_root WHAT — under emulation, the directory holding Debian's programs
 # of the library's architecture, unpacked by tools/check --arch arm64
-# (usr/bin: sort, head, gawk, sqlite3; bin: sh, dash), put first on PATH
+# (usr/bin: sort, head, gawk, sqlite3, python3; bin: sh, dash; its
+# python3 needs PYTHONHOME=$emu_dir/usr), put first on PATH
 # so that a program a test starts, and those it starts, are of that
 # architecture; when it is missing skip, saying WHAT needed them.
 # Not emulated: nothing.
 emu_root() {
 	[ -n "${HA_EMULATED:-}" ] || return 0
 	emu_dir=$top_builddir/emu-root
-	[ -x "$emu_dir/usr/bin/sqlite3" ] ||
+	[ -x "$emu_dir/usr/bin/sqlite3" ] && [ -x "$emu_dir/usr/bin/python3" ] ||
 		emu_skip "$1: no Debian programs for ${HA_EMULATED%% *} in $emu_dir (tools/check --arch arm64 unpacks them)"
 	PATH=$emu_dir/usr/bin:$emu_dir/bin:$PATH
 	export PATH
