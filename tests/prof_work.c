@@ -6,7 +6,8 @@
  *                   4 threads, C++ new (prof_work_cxx.cc)
  *   sampled         large totals per site for the sampled-estimate test
  *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
- *   sleep MS        allocate a little, sleep MS milliseconds
+ *   sleep MS [READY] allocate a little, (create file READY,) sleep MS
+ *                   milliseconds
  *   bursts K N SIZE MS  K bursts of `pattern N SIZE free`, MS ms apart
  *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
  *   signalexit      raise SIGUSR2 and exit at once
@@ -454,6 +455,8 @@ int main(int argc, char **argv)
 		}
 	} else if (!strcmp(m, "sleep") && argc >= 3) {
 		site_keep(10);
+		FILE *r = argc >= 4 ? fopen(argv[3], "w") : NULL;
+		REQUIRE(argc < 4 || (r && fputs("ready\n", r) >= 0 && fclose(r) == 0));
 		msleep(atol(argv[2]));
 	} else if (!strcmp(m, "signal") && argc >= 4)
 		mode_signal(atoi(argv[2]), argv[3]);
