@@ -291,6 +291,16 @@ int ha_prof_dump_held(const char *reason)
 	return dump_locked(reason, 0, NULL, 0);
 }
 
+void ha_prof_dump_holding(void (*fn)(void))
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_lock(&ha_prof_dump_lock);
+	fn();
+	ha_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
+}
+
 int ha_prof_dump(const char *reason, int automatic)
 {
 	return dump_now(reason ? reason : "", automatic, NULL, 0);

@@ -248,10 +248,5 @@ void ha_helper_flush_held(void)
 
 void ha_helper_flush(void)
 {
-	int busy = ha_prof_busy;
-	ha_prof_busy = 1;
-	ha_lock(&ha_prof_dump_lock);
-	ha_helper_flush_held();
-	ha_unlock(&ha_prof_dump_lock);
-	ha_prof_busy = busy;
+	ha_prof_dump_holding(ha_helper_flush_held);
 }

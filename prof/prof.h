@@ -616,6 +616,9 @@ int ha_prof_dump(const char *reason, int automatic);
 /* ha_prof_dump(reason, 0) for a caller that holds ha_prof_dump_lock (the
  * session's gzip library loaded at its start). */
 int ha_prof_dump_held(const char *reason);
+/* fn() with ha_prof_dump_lock held, this thread's allocations unsampled
+ * meanwhile (ha_prof_busy). */
+void ha_prof_dump_holding(void (*fn)(void));
 /* An automatic dump whose writer memory comes from reserve first. */
 int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* The helper's time dump, when due; *next: when to look again. */
