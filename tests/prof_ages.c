@@ -9,7 +9,9 @@
  * 10 ms or more (SLOW), and slow_site's block's ms.  The profiler's clock
  * reads fall between the program's, so its lifetimes are no longer: on a
  * loaded or emulated machine, where "at once" may outlast 1 ms, these say
- * what the profile must hold.  `--wait READY`: writes that line into
+ * what the profile must hold.  Last, "ages LO HI YOUNG": old_site's age at
+ * the dump lies in [LO, HI] whole seconds by the program's clock, and
+ * new_site was at most YOUNG ms old when the served profile was made.  `--wait READY`: writes that line into
  * READY instead and waits for stdin's end (for `heapalloc dump/top PID`);
  * `--grow READY` the same, while grow_site keeps a new block every 50 ms.
  */
@@ -76,10 +78,12 @@ int main(int argc, char **argv)
 		old_site(i);
 	for (int i = 0; i < 4; i++)
 		old_big(i);
+	double t_old = now();
 	churn_site();
 	slow_site();
 	struct timespec ts = { 2, 100000000 };
 	nanosleep(&ts, NULL);
+	double t_new = now();
 	for (int i = 0; i < 20; i++)
 		new_site(i);
 	if (wait) {
@@ -100,6 +104,7 @@ int main(int argc, char **argv)
 	}
 	printf("lived %ld %ld %d\nelapsed %d\n", churn_fast, churn_slow, slow_ms, (int)(now() - t0));
 	fflush(stdout);
+	double t_dump = now();
 	if (heapalloc_profile_dump("ages") != 0)
 		return 3;
 	void *buf;
@@ -110,5 +115,7 @@ int main(int argc, char **argv)
 	if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0)
 		return 5;
 	free(buf);
+	double t_end = now();
+	printf("ages %d %d %d\n", (int)(t_dump - t_old), (int)(t_end - t0), (int)((t_end - t_new) * 1000));
 	return 0;
 }

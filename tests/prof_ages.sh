@@ -53,6 +53,22 @@ HEAPPROFILE="$tmp/a/p" HEAP_PROFILE_FORMAT=pprof HEAP_PROFILE_SAMPLE_INTERVAL=1 
 	"$W" "$tmp/a/served.pb.gz" >"$tmp/a.out" 2>"$tmp/a.err" || fail "exact: exited $?: $(cat "$tmp/a.err")"
 e=$(sed -n 's/^elapsed //p' "$tmp/a.out")
 lived=$(sed -n 's/^lived //p' "$tmp/a.out")
+# young_split NAME FILE SITE_BYTES — new_site all of age=:1s and none of
+# age=2s: when the program saw it younger than 1 s when the served profile
+# was made (YOUNG ms, its "ages" line), none of age=2s: under 2 s; older
+# (a loaded or emulated machine) the split is not the profile's to keep
+young_split() {
+	if [ "${young:-99999}" -lt 2000 ]; then
+		eq "$1: new_site age=2s:" "$(tagged inuse_space age=2s: "$2" new_site)" 0
+	fi
+	if [ "${young:-99999}" -lt 1000 ]; then
+		eq "$1: new_site age=:1s" "$(tagged inuse_space age=:1s "$2" new_site)" "$3"
+	else
+		echo "$1: new_site was ${young:-?} ms old by the served profile: age=:1s not checked"
+	fi
+}
+set -- $(sed -n 's/^ages //p' "$tmp/a.out")
+alo=${1:-0} ahi=${2:-0} young=${3:-}
 echo "exact: the program's clock: churn bytes under 1 ms, 10 ms or more, slow_site's ms: ${lived:-none}"
 [ "${e:-0}" -ge 2 ] || fail "exact: the program says it ran ${e:-?} s, not 2"
 for f in "$tmp/a/p.0001.pb.gz" "$tmp/a/served.pb.gz"; do
@@ -60,18 +76,19 @@ for f in "$tmp/a/p.0001.pb.gz" "$tmp/a/served.pb.gz"; do
 	eq "$n: old_site age=2s:" "$(tagged inuse_space age=2s: "$f" old_site)" 10240
 	eq "$n: old_big age=2s:" "$(tagged inuse_space age=2s: "$f" old_big)" 400000
 	eq "$n: old_site objects age=2s:" "$(tagged inuse_objects age=2s: "$f" old_site)" 20
-	eq "$n: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
-	eq "$n: new_site age=:1s" "$(tagged inuse_space age=:1s "$f" new_site)" 10240
+	young_split "$n" "$f" 10240
 	eq "$n: old_site age=:1s" "$(tagged inuse_space age=:1s "$f" old_site)" 0
 	eq "$n: old_site age=3600s:" "$(tagged inuse_space age=3600s: "$f" old_site)" 0
 	churn_lived "$n" "$f" "$lived"
 	eq "$n: slow lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" slow_site)" 0
 	eq "$n: slow lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" slow_site)" 5000
-	# the label itself: old_site's age is the program's elapsed seconds, or
-	# one more when the dump's clock read crossed a second
+	# the label itself: old_site's age lies between the seconds the program
+	# saw from its last old_site block to the dump and from its first to
+	# the served profile's end
 	ages=$("$GO" tool pprof -tags -tagfocus=age=2s: -focus=old_site "$W" "$f" 2>/dev/null |
 		sed -n 's/^ *[0-9.]*[kMG]*B *([ 0-9.]*%): *\([0-9]*\)s$/\1/p' | tr '\n' ' ')
-	case "$ages" in "$e " | "$((e + 1)) ") ;; *) fail "$n: old_site's age labels '$ages', want $e or $((e + 1))" ;; esac
+	[ "${ages% }" -ge "$alo" ] 2>/dev/null && [ "${ages% }" -le "$ahi" ] ||
+		fail "$n: old_site's age labels '$ages', want one in $alo..$ahi"
 	# the lived range label names the bin (when the 30 ms sleep ended
 	# within 100 ms by the program's clock)
 	[ "${lived##* }" -lt 100 ] 2>/dev/null || continue
@@ -88,6 +105,8 @@ HEAPPROFILE="$tmp/s/p" HEAP_PROFILE_FORMAT=pprof HEAP_PROFILE_SAMPLE_INTERVAL=64
 	"$W" "$tmp/s/served.pb.gz" >"$tmp/s.out" 2>"$tmp/s.err" || fail "sampled: exited $?: $(cat "$tmp/s.err")"
 f="$tmp/s/p.0001.pb.gz"
 lived=$(sed -n 's/^lived //p' "$tmp/s.out")
+set -- $(sed -n 's/^ages //p' "$tmp/s.out")
+young=${3:-}
 for site in old_site old_big; do
 	all=$(flat inuse_space "$f" $site)
 	[ "$all" -gt 0 ] || fail "sampled: $site has no in-use bytes"
@@ -95,8 +114,7 @@ for site in old_site old_big; do
 done
 all=$(flat inuse_space "$f" new_site)
 [ "$all" -gt 0 ] || fail "sampled: new_site has no in-use bytes"
-eq "sampled: new_site age=:1s" "$(tagged inuse_space age=:1s "$f" new_site)" "$all"
-eq "sampled: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
+young_split sampled "$f" "$all"
 churn_lived sampled "$f" "$lived" sampled
 
 # Read from outside, an emulated process (a cross build's tests under
