@@ -401,6 +401,8 @@ void *ha_realloc(void *p, size_t n)
 	size_t old;
 	int e = errno;   /* a failed attempt in place must not show on success */
 	if (s) {
+		if (HA_UNLIKELY(ha_freed_last(s->tl_key, p)))
+			ha_fatal("realloc(): double free detected (the block was freed)", p);
 		if (HA_LIKELY(ha_plain_start(s, p))) {
 			if (n <= HA_SMALL_MAX && ha_size_to_class(n) == s->cls &&
 			    ha_hot.prof_mode != HA_PROF_COMPAT)

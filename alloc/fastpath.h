@@ -58,6 +58,16 @@ static inline void ha_push_at(uintptr_t key, void *p)
 	ha_tl_top_move(&l->top, 1);
 }
 
+/* Is p the block this thread freed last in its class (the top of the stack
+ * named by key)?  realloc asks before it allocates: the new block may take
+ * p off the stack (the profiler's own allocations when every allocation is
+ * recorded, an idle cache's scavenge at a refill), after which the push of
+ * the old block would no longer see it twice, and p would be live twice. */
+static inline int ha_freed_last(uintptr_t key, const void *p)
+{
+	return ha_tl_of_key(key)->top[-1] == p;
+}
+
 static inline void ha_push_checked(unsigned cls, void *p)
 {
 	ha_push_at(ha_tl_key(cls), p);

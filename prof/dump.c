@@ -236,13 +236,8 @@ int ha_prof_dump_locked(const char *reason, uint64_t folded)
 /* reason NULL: a time dump, whose reason needs the last dump's time,
  * read under the lock.  reserve: the writer's memory comes from there
  * first (ha_dump_mem), set only while this dump holds the lock. */
-static int dump_now(const char *reason, int automatic, void *reserve, size_t cap)
+static int dump_locked(const char *reason, int automatic, void *reserve, size_t cap)
 {
-	if (ha_prof_opt.format & HA_FORMAT_PPROF)
-		ha_gzip_load();   /* the first time: dlopen, no lock held */
-	int busy = ha_prof_busy;
-	ha_prof_busy = 1;
-	ha_lock(&ha_prof_dump_lock);
 	int err = EINVAL;
 	if (ha_session.running && !ha_session.nofiles) {   /* the endpoint's session names no file */
 		ha_prof_write_pending_locked();   /* a queued threshold dump keeps its number */
@@ -275,9 +270,35 @@ static int dump_now(const char *reason, int automatic, void *reserve, size_t cap
 			ha_plock_unlock(&ha_prof_thr_lock);
 		}
 	}
+	return err;
+}
+
+static int dump_now(const char *reason, int automatic, void *reserve, size_t cap)
+{
+	if (ha_prof_opt.format & HA_FORMAT_PPROF)
+		ha_gzip_load();   /* the first time: dlopen, no lock held */
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_lock(&ha_prof_dump_lock);
+	int err = dump_locked(reason, automatic, reserve, cap);
 	ha_unlock(&ha_prof_dump_lock);
 	ha_prof_busy = busy;
 	return err;
+}
+
+int ha_prof_dump_held(const char *reason)
+{
+	return dump_locked(reason, 0, NULL, 0);
+}
+
+void ha_prof_dump_holding(void (*fn)(void))
+{
+	int busy = ha_prof_busy;
+	ha_prof_busy = 1;
+	ha_lock(&ha_prof_dump_lock);
+	fn();
+	ha_unlock(&ha_prof_dump_lock);
+	ha_prof_busy = busy;
 }
 
 int ha_prof_dump(const char *reason, int automatic)

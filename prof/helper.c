@@ -117,9 +117,7 @@ static void *helper_main(void *arg)
 			ssize_t k = read(rd, buf, sizeof buf);
 			if (k == 0)
 				break;            /* pipe closed (fork child cleanup) */
-			for (ssize_t i = 0; i < k; i++)
-				if (claim())
-					ha_prof_dump("signal", 0);
+			ha_helper_flush();        /* the bytes wake; pending counts */
 			ha_prof_write_pending();
 		}
 		if (nh)
@@ -238,8 +236,17 @@ int ha_helper_wake(void)
 	return 0;
 }
 
-void ha_helper_flush(void)
+/* Signals are claimed under the dump lock, which ha_prof_stop holds while
+ * it flushes what is left and ends the session: a signal delivered before
+ * the stop is dumped once, never claimed by the helper and then found the
+ * session gone. */
+void ha_helper_flush_held(void)
 {
 	while (claim())
-		ha_prof_dump("signal", 0);
+		ha_prof_dump_held("signal");
+}
+
+void ha_helper_flush(void)
+{
+	ha_prof_dump_holding(ha_helper_flush_held);
 }

@@ -624,6 +624,12 @@ uint64_t ha_prof_samples(void);
 /* ---- dump.c ---------------------------------------------------------------- */
 /* Dump now, reason for the stderr line.  0 or errno. */
 int ha_prof_dump(const char *reason, int automatic);
+/* ha_prof_dump(reason, 0) for a caller that holds ha_prof_dump_lock (the
+ * session's gzip library loaded at its start). */
+int ha_prof_dump_held(const char *reason);
+/* fn() with ha_prof_dump_lock held, this thread's allocations unsampled
+ * meanwhile (ha_prof_busy). */
+void ha_prof_dump_holding(void (*fn)(void));
 /* An automatic dump whose writer memory comes from reserve first. */
 int ha_prof_dump_reserved(const char *reason, void *reserve, size_t cap);
 /* The helper's time dump, when due; *next: when to look again. */
@@ -722,8 +728,10 @@ void ha_remote_end(void);
 int ha_helper_start(int64_t time_interval, int signo, int queue);
 void ha_helper_postfork_child(void);
 void ha_helper_ensure(void);      /* recreate after fork when needed */
-/* Dump every signal delivered and not yet dumped (the exit dump calls it). */
+/* Dump every signal delivered and not yet dumped (the helper, the exit
+ * dump); _held: the caller holds ha_prof_dump_lock (ha_prof_stop). */
 void ha_helper_flush(void);
+void ha_helper_flush_held(void);
 /* Wake this process's helper to write a queued dump: 0, or ESRCH when it
  * has none (the caller writes the dump itself).  Never blocks; keeps errno. */
 int ha_helper_wake(void);

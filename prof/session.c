@@ -205,6 +205,7 @@ void ha_prof_stop(void)
 	ha_prof_busy = 1;
 	ha_lock(&ha_prof_dump_lock);
 	if (ha_session.running) {
+		ha_helper_flush_held();   /* a signal just before the stop keeps its dump */
 		ha_prof_write_pending_locked();
 		ha_alloc_mmap_profiling(0);
 		ha_alloc_profiling(HA_PROF_OFF, 0);

@@ -198,12 +198,7 @@ void ha_prof_check_thresholds(void)
 /* The helper's half: write the queued threshold dump. */
 void ha_prof_write_pending(void)
 {
-	int busy = ha_prof_busy;
-	ha_prof_busy = 1;
-	ha_lock(&ha_prof_dump_lock);
-	ha_prof_write_pending_locked();
-	ha_unlock(&ha_prof_dump_lock);
-	ha_prof_busy = busy;
+	ha_prof_dump_holding(ha_prof_write_pending_locked);
 }
 
 uint64_t ha_prof_queued(void)

@@ -6,9 +6,15 @@
 # is known to have used it.  PYTHONMALLOC=malloc sends every Python object
 # through malloc, not only the big ones.  Skips (77) without python3.  Env: HA_LIB, PYTHON3.
 . "$top_srcdir/tests/emu.sh"
-emu_skip "it preloads the arm64 library into this machine's x86-64 python3"
+# under emulation Debian's arm64 python3, its standard library beside it
+emu_root "python3 of the library's architecture"
 lib=${HA_LIB:-}
 py=${PYTHON3:-}
+if [ -n "${HA_EMULATED:-}" ]; then
+	py=$emu_dir/usr/bin/python3
+	PYTHONHOME=$emu_dir/usr
+	export PYTHONHOME
+fi
 [ -n "$py" ] || py=$(command -v python3 2>/dev/null)
 [ -n "$py" ] && "$py" -c 'pass' 2>/dev/null || { echo "SKIP: python3 not available"; exit 77; }
 [ -n "$lib" ] && [ -f "$lib" ] || { echo "HARD ERROR: HA_LIB='$lib' is not a file"; exit 99; }

@@ -4,7 +4,9 @@
  * Every block carries its own pattern over all its bytes, verified before it
  * is resized or freed (calloc'd blocks must be zero, aligned ones aligned).
  * A ninth thread calls malloc_trim and mallinfo2 all along.
- * Bounded: 120000 operations per thread or 2.5 seconds, whichever is first. */
+ * Bounded: 120000 operations per thread or 2.5 seconds, whichever is first,
+ * but never fewer than 3072 per thread (24576 in all): on a loaded or
+ * emulated machine the clock would otherwise decide how much is tested. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -18,7 +20,7 @@
 #include "check.h"
 #include "alloc_util.h"
 
-enum { NT = 8, NSLOT = 4096, OPS = 120000 };
+enum { NT = 8, NSLOT = 4096, OPS = 120000, MIN_OPS = 3072 };
 
 struct slot {
 	pthread_mutex_t lock;
@@ -101,7 +103,7 @@ static void *worker(void *arg)
 	uint64_t r = 0x9E3779B97F4A7C15ull * ((uintptr_t)arg + 1);
 	long me = (long)(uintptr_t)arg;
 	for (long op = 0; op < OPS; op++) {
-		if ((op & 1023) == 0 && now() > deadline)
+		if ((op & 1023) == 0 && op >= MIN_OPS && now() > deadline)
 			break;
 		struct slot *s = &slots[next(&r) % NSLOT];
 		pthread_mutex_lock(&s->lock);
@@ -194,7 +196,7 @@ int main(void)
 	pthread_t t[NT], jt;
 	for (int i = 0; i < NSLOT; i++)
 		pthread_mutex_init(&slots[i].lock, NULL);
-	deadline = now() + (ck_emulated() ? 10.0 : 2.5);   /* qemu-user: ~5x slower */
+	deadline = now() + 2.5;
 	for (long i = 0; i < NT; i++)
 		if (pthread_create(&t[i], NULL, worker, (void *)i))
 			HARD_ERROR("pthread_create");
@@ -216,7 +218,6 @@ int main(void)
 		"%ld malloc_trim/mallinfo2 rounds\n", (long)ops_done, (long)cross_frees,
 		(long)janitor_rounds);
 	CHECK_EQ(bad_blocks, 0);
-	CHECK_GE(ops_done, 20000); /* the test did real work */
 	CHECK_GE(cross_frees, 2000);
 	return CHECK_DONE();
 }

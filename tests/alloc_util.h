@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include "heapalloc.h"
 
 /* Top byte of a Weyl sequence: depends on the position (no short period) and
  * on the seed; cheap enough for the compiler to vectorise. */
@@ -78,5 +80,22 @@ static inline long rss_kib(void)
 static inline long threads_now(void)
 {
 	return proc_status("Threads:");
+}
+
+/* The heap's own footprint in KiB, from heapalloc_get_stats (looked up, so
+ * that a test still runs under another allocator): small spans held, large
+ * blocks, heapalloc's metadata; -1 without heapalloc.  Under qemu-user,
+ * where VmRSS holds the emulator's memory too (translated code, and state
+ * for every thread it has run), the tests measure this instead. */
+static inline long heap_footprint_kib(void)
+{
+	static void (*stats)(heapalloc_stats *);
+	if (!stats)
+		stats = (void (*)(heapalloc_stats *))dlsym(RTLD_DEFAULT, "heapalloc_get_stats");
+	if (!stats)
+		return -1;
+	heapalloc_stats s;
+	stats(&s);
+	return (long)((s.small_span_bytes + s.large_bytes + s.metadata_bytes) / 1024);
 }
 #endif

@@ -6,7 +6,7 @@
 # (it then names drop_in_place, handle_alloc_error, from_iter_in_place).
 # Release builds carry no DWARF: names come from the symbol table.
 . "$top_srcdir/tests/emu.sh"
-emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
+emu_rust
 . "$top_srcdir/tests/names_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
 [ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }
@@ -16,7 +16,7 @@ target="$top_builddir/tests/names_rust${NAMES_RUST_V0:+_v0}.target"
 RUSTFLAGS="${NAMES_RUST_V0:+-Csymbol-mangling-version=v0}" CARGO_TARGET_DIR="$target" \
 	"$CARGO" build --release --offline -q --manifest-path "$tmp/src/Cargo.toml" 2>"$tmp/cargo.err" ||
 	{ cat "$tmp/cargo.err"; echo "FAIL: cargo cannot build tests/names_rust"; exit 1; }
-cp "$target/release/names_rust" "$tmp/bin/" || exit 99
+cp "$target/${rust_triple}release/names_rust" "$tmp/bin/" || exit 99
 if [ -n "${NAMES_RUST_V0:-}" ]; then
 	nm "$tmp/bin/names_rust" 2>/dev/null | grep -q ' _RNvCs[0-9A-Za-z_]*10names_rust9read_file$' ||
 		{ echo "SKIP: rustc did not mangle with v0"; exit 77; }

@@ -67,6 +67,16 @@ cum_sites() {
 	done <"$tmp/sites"
 }
 
+# under emulation the cross gcc links (emu_rust), and its -fuse-ld=lld runs
+# TARGET-ld.lld from PATH: Debian's lld (every target in one binary) is
+# there as ld.lld only; objcopy is the target's too
+objcopy=objcopy
+if [ -n "$rust_triple" ]; then
+	objcopy=${emu_ld%gcc}objcopy
+	mkdir "$tmp/lld" && ln -s "$(command -v ld.lld)" "$tmp/lld/${emu_ld%gcc}ld.lld" || exit 99
+	PATH=$tmp/lld:$PATH
+fi
+
 # the third run: GNU ld's binary without .debug_aranges, so units are
 # found by their own ranges alone
 for run in lld bfd bfd-noaranges; do
@@ -83,9 +93,9 @@ for run in lld bfd bfd-noaranges; do
 		grep -q 'fuse-ld' "$tmp/cargo.err" && { fail "$ld: cannot link with -fuse-ld=$ld"; continue; }
 		fail "$ld: cargo cannot build tests/names_rust_dbg"; continue
 	}
-	cp "$target/release/$crate" "$tmp/bin/" || exit 99
+	cp "$target/${rust_triple}release/$crate" "$tmp/bin/" || exit 99
 	if [ "$run" = bfd-noaranges ]; then
-		objcopy --remove-section=.debug_aranges "$tmp/bin/$crate" || exit 99
+		"$objcopy" --remove-section=.debug_aranges "$tmp/bin/$crate" || exit 99
 		eq "$run: .debug_aranges left" "$(readelf -SW "$tmp/bin/$crate" | grep -c '\.debug_aranges')" 0
 	fi
 	# the linker asked for is the one that linked (lld signs .comment)

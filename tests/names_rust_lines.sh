@@ -1,6 +1,6 @@
 #!/bin/sh
 # names_rust_dbg.sh with debug = "line-tables-only" (no linkage names).
 . "$top_srcdir/tests/emu.sh"
-emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
+emu_rust
 NAMES_RUST_DEBUG=line-tables-only
 . "$top_srcdir/tests/names_rust_dbg.sh"

@@ -5,7 +5,8 @@
 # are exact: the 2 s old sites (small blocks and big ones) are all of what
 # age=2s: keeps, the new site all of age=:1s, with the age label the
 # program's own clock says; the churning site all of lifetime=:1ms, the
-# 30 ms one all of lifetime=10ms:.  A dump file, the served profile
+# 30 ms one all of lifetime=10ms: (on a loaded or emulated machine "at
+# once" may outlast 1 ms: then what the program's clock saw, below).  A dump file, the served profile
 # (heapalloc_profile_pprof, the HTTP endpoint) and `heapalloc dump PID` alike.
 # Sampled (every 64 bytes, calibrated; small samples keep their record in
 # the block), the same split holds site by site.
@@ -23,30 +24,74 @@ tagged() {
 		END { if (!found) print 0 }' "$tmp/pprof.out"
 }
 
+# churn_lived NAME FILE LIVED [SAMPLED] — churn_site's lifetimes in FILE
+# against LIVED, the program's "lived FAST SLOW MS" line: its clock reads
+# around each malloc and free enclose the profiler's, so every block it saw
+# live under 1 ms (FAST bytes) is in lifetime=:1ms and lifetime=10ms: holds
+# no more than it saw live that long (SLOW).  A quiet machine: FAST 300000,
+# SLOW 0, the split exact.  SAMPLED: calibrated bytes, scaled to the site's
+# flat value within 10%.
+churn_lived() {
+	[ -n "$3" ] || { fail "$1: the program printed no lived line"; return; }
+	set -- "$1" "$2" $3 "${4:-}"
+	lt1=$(tagged alloc_space lifetime=:1ms "$2" churn_site)
+	ge10=$(tagged alloc_space lifetime=10ms: "$2" churn_site)
+	if [ -n "${6:-}" ]; then
+		all=$(flat alloc_space "$2" churn_site)
+	else
+		all=300000
+		eq "$1: churn alloc_space" "$(flat alloc_space "$2" churn_site)" 300000
+	fi
+	awk -v l="$lt1" -v g="$ge10" -v a="$all" -v f="$3" -v s="$4" -v p="${6:+10}" 'BEGIN {
+		p = p / 100; exit !(l != "" && l >= a * f / 300000 * (1 - p) && l <= a &&
+				   g <= a * s / 300000 * (1 + p)) }' ||
+		fail "$1: churn lifetime=:1ms $lt1 and 10ms: $ge10 of $all bytes, where the program saw $3 of 300000 live under 1 ms and $4 10 ms or more"
+}
+
 mkdir "$tmp/a"
 HEAPPROFILE="$tmp/a/p" HEAP_PROFILE_FORMAT=pprof HEAP_PROFILE_SAMPLE_INTERVAL=1 \
 	"$W" "$tmp/a/served.pb.gz" >"$tmp/a.out" 2>"$tmp/a.err" || fail "exact: exited $?: $(cat "$tmp/a.err")"
 e=$(sed -n 's/^elapsed //p' "$tmp/a.out")
+lived=$(sed -n 's/^lived //p' "$tmp/a.out")
+# young_split NAME FILE SITE_BYTES — new_site all of age=:1s and none of
+# age=2s: when the program saw it younger than 1 s when the served profile
+# was made (YOUNG ms, its "ages" line), none of age=2s: under 2 s; older
+# (a loaded or emulated machine) the split is not the profile's to keep
+young_split() {
+	if [ "${young:-99999}" -lt 2000 ]; then
+		eq "$1: new_site age=2s:" "$(tagged inuse_space age=2s: "$2" new_site)" 0
+	fi
+	if [ "${young:-99999}" -lt 1000 ]; then
+		eq "$1: new_site age=:1s" "$(tagged inuse_space age=:1s "$2" new_site)" "$3"
+	else
+		echo "$1: new_site was ${young:-?} ms old by the served profile: age=:1s not checked"
+	fi
+}
+set -- $(sed -n 's/^ages //p' "$tmp/a.out")
+alo=${1:-0} ahi=${2:-0} young=${3:-}
+echo "exact: the program's clock: churn bytes under 1 ms, 10 ms or more, slow_site's ms: ${lived:-none}"
 [ "${e:-0}" -ge 2 ] || fail "exact: the program says it ran ${e:-?} s, not 2"
 for f in "$tmp/a/p.0001.pb.gz" "$tmp/a/served.pb.gz"; do
 	n=${f##*/}
 	eq "$n: old_site age=2s:" "$(tagged inuse_space age=2s: "$f" old_site)" 10240
 	eq "$n: old_big age=2s:" "$(tagged inuse_space age=2s: "$f" old_big)" 400000
 	eq "$n: old_site objects age=2s:" "$(tagged inuse_objects age=2s: "$f" old_site)" 20
-	eq "$n: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
-	eq "$n: new_site age=:1s" "$(tagged inuse_space age=:1s "$f" new_site)" 10240
+	young_split "$n" "$f" 10240
 	eq "$n: old_site age=:1s" "$(tagged inuse_space age=:1s "$f" old_site)" 0
 	eq "$n: old_site age=3600s:" "$(tagged inuse_space age=3600s: "$f" old_site)" 0
-	eq "$n: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" 300000
+	churn_lived "$n" "$f" "$lived"
 	eq "$n: slow lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" slow_site)" 0
 	eq "$n: slow lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" slow_site)" 5000
-	eq "$n: churn lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" churn_site)" 0
-	# the label itself: old_site's age is the program's elapsed seconds, or
-	# one more when the dump's clock read crossed a second
+	# the label itself: old_site's age lies between the seconds the program
+	# saw from its last old_site block to the dump and from its first to
+	# the served profile's end
 	ages=$("$GO" tool pprof -tags -tagfocus=age=2s: -focus=old_site "$W" "$f" 2>/dev/null |
 		sed -n 's/^ *[0-9.]*[kMG]*B *([ 0-9.]*%): *\([0-9]*\)s$/\1/p' | tr '\n' ' ')
-	case "$ages" in "$e " | "$((e + 1)) ") ;; *) fail "$n: old_site's age labels '$ages', want $e or $((e + 1))" ;; esac
-	# the lived range label names the bin
+	[ "${ages% }" -ge "$alo" ] 2>/dev/null && [ "${ages% }" -le "$ahi" ] ||
+		fail "$n: old_site's age labels '$ages', want one in $alo..$ahi"
+	# the lived range label names the bin (when the 30 ms sleep ended
+	# within 100 ms by the program's clock)
+	[ "${lived##* }" -lt 100 ] 2>/dev/null || continue
 	"$GO" tool pprof -tags -focus=slow_site "$W" "$f" 2>/dev/null | grep -q "10ms-100ms" ||
 		fail "$n: slow_site has no lived 10ms-100ms label"
 done
@@ -59,6 +104,9 @@ mkdir "$tmp/s"
 HEAPPROFILE="$tmp/s/p" HEAP_PROFILE_FORMAT=pprof HEAP_PROFILE_SAMPLE_INTERVAL=64 HEAP_PROFILE_SEED=17 \
 	"$W" "$tmp/s/served.pb.gz" >"$tmp/s.out" 2>"$tmp/s.err" || fail "sampled: exited $?: $(cat "$tmp/s.err")"
 f="$tmp/s/p.0001.pb.gz"
+lived=$(sed -n 's/^lived //p' "$tmp/s.out")
+set -- $(sed -n 's/^ages //p' "$tmp/s.out")
+young=${3:-}
 for site in old_site old_big; do
 	all=$(flat inuse_space "$f" $site)
 	[ "$all" -gt 0 ] || fail "sampled: $site has no in-use bytes"
@@ -66,11 +114,8 @@ for site in old_site old_big; do
 done
 all=$(flat inuse_space "$f" new_site)
 [ "$all" -gt 0 ] || fail "sampled: new_site has no in-use bytes"
-eq "sampled: new_site age=:1s" "$(tagged inuse_space age=:1s "$f" new_site)" "$all"
-eq "sampled: new_site age=2s:" "$(tagged inuse_space age=2s: "$f" new_site)" 0
-near "sampled: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" \
-	"$(flat alloc_space "$f" churn_site)" 10
-eq "sampled: churn lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" churn_site)" 0
+young_split sampled "$f" "$all"
+churn_lived sampled "$f" "$lived" sampled
 
 # Read from outside, an emulated process (a cross build's tests under
 # qemu-user) shows qemu's own maps: the in-process cases above are the test.
@@ -91,6 +136,7 @@ HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_HTTP=127.0.0.1:0 HEAP_PROFILE_HTTP_A
 pid=$!
 exec 7>"$tmp/in"
 wait_ready "$tmp/ready" $pid
+lived=$(sed -n 's/^lived //p' "$tmp/ready")
 f="$tmp/outside.pb.gz"
 timeout 60 "$H" dump $pid -o "$f" 2>"$tmp/dump.err" || fail "outside: dump exited $?: $(cat "$tmp/dump.err")"
 # the reader runs a moment after the program got ready (longer on a busy
@@ -111,8 +157,8 @@ eq "outside: old_site age=:${n}s" "$(tagged inuse_space age=:${n}s "$f" old_site
 timeout 60 "$GO" tool pprof -proto "http://$(cat "$tmp/addr")/debug/pprof/heap" >"$tmp/served.pb.gz" \
 	2>"$tmp/http.err" || fail "endpoint: go tool pprof exited $?: $(tail -1 "$tmp/http.err")"
 eq "endpoint: old_site age=2s:" "$(tagged inuse_space age=2s: "$tmp/served.pb.gz" old_site)" 10240
-eq "endpoint: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$tmp/served.pb.gz" churn_site)" 300000
-eq "outside: churn lifetime=:1ms" "$(tagged alloc_space lifetime=:1ms "$f" churn_site)" 300000
+churn_lived endpoint "$tmp/served.pb.gz" "$lived"
+churn_lived outside "$f" "$lived"
 eq "outside: slow lifetime=10ms:" "$(tagged alloc_space lifetime=10ms: "$f" slow_site)" 5000
 timeout 60 "$H" top $pid -n 2 --interval 0.2 --older 2s --rows 50 >"$tmp/top.out" 2>"$tmp/top.err" ||
 	fail "outside: top exited $?: $(cat "$tmp/top.err")"

@@ -179,7 +179,8 @@ exec 4>&-
 wait $T
 eq "with HEAPPROFILE: exit" "$?" 0
 grep -q '^Starting tracking the heap$' "$tmp/t.err" || fail "with HEAPPROFILE: no start line"
-grep -q "^Dumping heap profile to $tmp/both/p.0001.heap (1 sec since the last dump)$" "$tmp/t.err" ||
+# (a helper that wakes late on a loaded or emulated machine counts 2 s or more)
+grep -q "^Dumping heap profile to $tmp/both/p.0001.heap ([1-9][0-9]* sec since the last dump)$" "$tmp/t.err" ||
 	fail "with HEAPPROFILE: no time dump: $(cat "$tmp/t.err")"
 [ -f "$tmp/both/p.0002.heap" ] || fail "with HEAPPROFILE: no exit dump"
 

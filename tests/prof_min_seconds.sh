@@ -38,12 +38,20 @@ eq "S=3 counts every crossing" "$(( $(grep -c 'alloc' "$tmp/s3.err") + $(folded 
 	"$(grep -c 'allocated cumulatively' "$tmp/s0.err")"
 
 # two bursts 1.5 s apart with S=1: each burst's first crossing dumps, the
-# second one naming the first burst's held-back crossings
+# second one naming the first burst's held-back crossings (when each burst
+# took under 1 s: on a loaded or emulated machine one may take longer, and
+# then dumps again within it); every crossing is counted either way
 HEAP_PROFILE_MIN_SECONDS=1 run b1 bursts 2 100 10240 1500
 HEAP_PROFILE_MIN_SECONDS=0 run b0 bursts 2 100 10240 1500
-eq "bursts: dumps" "$(dumps b1 | sed 's/[0-9]* crossings folded/K crossings folded/g')" \
-	"p.0001.heap (alloc) p.0002.heap (alloc; K crossings folded) p.0003.heap (Exiting; K crossings folded) "
-eq "bursts: every crossing counted" "$(( 2 + $(folded b1) ))" "$(grep -c 'allocated cumulatively' "$tmp/b0.err")"
+longest=$(sed -n 's/^bursts: the longest took \([0-9]*\) ms$/\1/p' "$tmp/b1.err")
+if [ "${longest:-1000}" -lt 1000 ]; then
+	eq "bursts: dumps" "$(dumps b1 | sed 's/[0-9]* crossings folded/K crossings folded/g')" \
+		"p.0001.heap (alloc) p.0002.heap (alloc; K crossings folded) p.0003.heap (Exiting; K crossings folded) "
+else
+	echo "bursts: the dumps' order not checked: a burst took ${longest:-?} ms"
+fi
+eq "bursts: every crossing counted" "$(( $(grep -c 'allocated cumulatively' "$tmp/b1.err") + $(folded b1) ))" \
+	"$(grep -c 'allocated cumulatively' "$tmp/b0.err")"
 
 # API dumps are never held back and carry the count; a restart starts over
 interval=1000

@@ -4,13 +4,14 @@
 # program with rustc (offline), run it with heapalloc preloaded under
 # HEAPPROFILE: parent and child run clean and both write profiles.
 . "$top_srcdir/tests/emu.sh"
-emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
+emu_rust
 . "$top_srcdir/tests/prof_lib.sh"
-RUSTC=$(command -v rustc || true)
+# under emulation emu_rust's, which builds for the library's architecture
+RUSTC=${emu_rustc:-$(command -v rustc || true)}
 [ -z "$RUSTC" ] && [ -n "${CARGO:-}" ] && [ -x "$(dirname "$CARGO")/rustc" ] && RUSTC="$(dirname "$CARGO")/rustc"
 [ -n "$RUSTC" ] || { echo "SKIP: rustc not found"; exit 77; }
 [ -f "$HA_LIB" ] || { echo "missing $HA_LIB"; exit 99; }
-"$RUSTC" -C opt-level=1 -o "$tmp/renv" "$top_srcdir/tests/prof_rust_env.rs" 2>"$tmp/rustc.err" ||
+"$RUSTC" $rustc_target -C opt-level=1 -o "$tmp/renv" "$top_srcdir/tests/prof_rust_env.rs" 2>"$tmp/rustc.err" ||
 	{ cat "$tmp/rustc.err"; echo "FAIL: rustc cannot build tests/prof_rust_env.rs"; exit 1; }
 mkdir "$tmp/r"
 pfx="$tmp/r/rüst"

@@ -6,8 +6,10 @@
  *                   4 threads, C++ new (prof_work_cxx.cc)
  *   sampled         large totals per site for the sampled-estimate test
  *   pattern N SIZE keep|free|keepfree   N allocations of SIZE bytes
- *   sleep MS        allocate a little, sleep MS milliseconds
- *   bursts K N SIZE MS  K bursts of `pattern N SIZE free`, MS ms apart
+ *   sleep MS [READY] allocate a little, (create file READY,) sleep MS
+ *                   milliseconds
+ *   bursts K N SIZE MS  K bursts of `pattern N SIZE free`, MS ms apart;
+ *                   prints "bursts: the longest took T ms" to stderr
  *   signal K DIR    raise HEAPPROFILESIGNAL K times, waiting for each dump
  *   signalexit      raise SIGUSR2 and exit at once
  *   exit | _exit    allocate, then leave by exit() or _exit()
@@ -447,13 +449,22 @@ int main(int argc, char **argv)
 		site_pattern(atol(argv[2]), (size_t)atol(argv[3]),
 			     !strcmp(argv[4], "free") ? 1 : !strcmp(argv[4], "keepfree") ? 2 : 0);
 	else if (!strcmp(m, "bursts") && argc >= 6) {
+		long longest = 0;
 		for (long k = atol(argv[2]); k > 0; k--) {
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
 			site_pattern(atol(argv[3]), (size_t)atol(argv[4]), 1);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+			longest = ms > longest ? ms : longest;
 			if (k > 1)
 				msleep(atol(argv[5]));
 		}
+		fprintf(stderr, "bursts: the longest took %ld ms\n", longest);
 	} else if (!strcmp(m, "sleep") && argc >= 3) {
 		site_keep(10);
+		FILE *r = argc >= 4 ? fopen(argv[3], "w") : NULL;
+		REQUIRE(argc < 4 || (r && fputs("ready\n", r) >= 0 && fclose(r) == 0));
 		msleep(atol(argv[2]));
 	} else if (!strcmp(m, "signal") && argc >= 4)
 		mode_signal(atoi(argv[2]), argv[3]);

@@ -14,7 +14,7 @@ hugex=$(head -c 20000 /dev/zero | tr '\0' x)
 # run VAR VALUE warn|quiet DEFAULT
 run() {
 	var=$1 val=$2 want=$3 def=$4
-	env -u HEAPPROFILE "$var=$val" timeout 10 "$prog" >"$tmp/out" 2>"$tmp/err"
+	env -u HEAPPROFILE "$var=$val" timeout $hang_s "$prog" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	hung $rc
 	short=$(printf '%s' "$val" | head -c 40)
@@ -100,7 +100,7 @@ done
 run HEAPPROFILE "" quiet 0      # empty: profiling off, nothing printed
 
 # with profiling on: the warning comes once (and the program still runs)
-HEAPPROFILE="$tmp/p" HEAP_PROFILE_SAMPLE_INTERVAL=abc timeout 10 "$prog" >"$tmp/out" 2>"$tmp/err"
+HEAPPROFILE="$tmp/p" HEAP_PROFILE_SAMPLE_INTERVAL=abc timeout $hang_s "$prog" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 hung $rc
 n=$(grep -c 'HEAP_PROFILE_SAMPLE_INTERVAL.*abc' "$tmp/err")

@@ -10,7 +10,7 @@ rel_setup relprefix io
 
 # run PREFIX: the program must run normally whatever the prefix
 run() {
-	HEAPPROFILE=$1 timeout 10 "$prog" expect-env "$1" >"$io/out" 2>"$io/err"
+	HEAPPROFILE=$1 timeout $hang_s "$prog" expect-env "$1" >"$io/out" 2>"$io/err"
 	rc=$?
 	hung $rc
 	if [ $rc -ne 0 ] || [ "$(cat "$io/out")" != "rel_prog ok" ]; then

@@ -5,8 +5,10 @@
  *   rel_prog expect-env VALUE     also check HEAPPROFILE is byte for byte VALUE
  *   rel_prog handler SIG          install our own handler for SIG (a number),
  *                                 raise it 3 times: it must run every time
- *   rel_prog handler-first SIG P  same, but the handler is installed before
- *                                 HeapProfilerStart(P) (so heapalloc finds it)
+ *   rel_prog handler-first SIG P [nowait]  same, but the handler is installed
+ *                                 before HeapProfilerStart(P) (so heapalloc
+ *                                 finds it); nowait: the raises 20 ms apart
+ *                                 or (nowait) at once, then HeapProfilerStop
  * Exit 0 and "rel_prog ok" on stdout when everything held.
  */
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include "include/heapalloc.h"
 
 static volatile sig_atomic_t handled;
+static useconds_t raise_gap = 20000;
 
 static void on_sig(int s)
 {
@@ -50,13 +53,12 @@ static int work(void)
 
 static int raise_three(int sig)
 {
-	/* the helper writes each dump meanwhile; under qemu-user
-	 * (HA_EMULATED, Makefile.am) that takes ten times as long */
-	const char *emu = getenv("HA_EMULATED");
+	/* the helper writes each dump meanwhile, or (a busy or emulated
+	 * machine) HeapProfilerStop writes what it has not */
 	for (int i = 0; i < 3; i++) {
 		if (raise(sig) != 0)
 			return 1;
-		usleep(emu && *emu ? 200000 : 20000);
+		usleep(raise_gap);
 	}
 	if (handled != 3) {
 		fprintf(stderr, "rel_prog: our handler ran %d times, want 3\n", (int)handled);
@@ -87,6 +89,8 @@ int main(int argc, char **argv)
 		sa.sa_handler = on_sig;
 		sa.sa_flags = SA_RESTART;
 		sigaction(atoi(argv[2]), &sa, NULL);
+		if (argc >= 5 && !strcmp(argv[4], "nowait"))
+			raise_gap = 0;
 		HeapProfilerStart(argv[3]);
 		bad |= raise_three(atoi(argv[2]));
 		HeapProfilerStop();

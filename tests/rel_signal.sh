@@ -11,7 +11,7 @@ usr1=$(kill -l USR1 2>/dev/null || echo 10)
 [ "$usr1" -gt 0 ] 2>/dev/null || usr1=10
 
 for v in 0 99 junk -5 SIGNOPE 65; do
-	HEAPPROFILE="$tmp/p$v" HEAPPROFILESIGNAL=$v timeout 10 "$prog" >"$tmp/out" 2>"$tmp/err"
+	HEAPPROFILE="$tmp/p$v" HEAPPROFILESIGNAL=$v timeout $hang_s "$prog" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	hung $rc
 	if [ $rc -ne 0 ] || [ "$(cat "$tmp/out")" != "rel_prog ok" ]; then
@@ -24,7 +24,7 @@ done
 
 # our handler installed after heapalloc's (HEAPPROFILE at start)
 for sig in "$usr1" SIGUSR1; do
-	HEAPPROFILE="$tmp/h" HEAPPROFILESIGNAL=$sig timeout 10 "$prog" handler "$usr1" >"$tmp/out" 2>"$tmp/err"
+	HEAPPROFILE="$tmp/h" HEAPPROFILESIGNAL=$sig timeout $hang_s "$prog" handler "$usr1" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	hung $rc
 	if [ $rc -ne 0 ] || [ "$(cat "$tmp/out")" != "rel_prog ok" ]; then
@@ -34,18 +34,22 @@ for sig in "$usr1" SIGUSR1; do
 done
 
 # our handler installed first, then HeapProfilerStart: heapalloc must not
-# abort nor swallow the signal (the program's handler still runs)
-HEAPPROFILESIGNAL=$usr1 timeout 10 "$prog" handler-first "$usr1" "$tmp/f" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-hung $rc
-if [ $rc -ne 0 ] || [ "$(cat "$tmp/out")" != "rel_prog ok" ]; then
-	fail "handler installed before HeapProfilerStart: exit $rc (124 = hung, 134 = abort), stdout '$(cat "$tmp/out")': $(head -c 400 "$tmp/err")"
-fi
-# each of the 3 raises while profiling is one dump (the program sleeps
-# 20 ms after each, the helper thread writes it meanwhile)
-got=$(ls "$tmp" | grep '^f\..*heap$' | tr '\n' ' ')
-[ "$got" = "f.0001.heap f.0002.heap f.0003.heap " ] ||
-	fail "handler installed before HeapProfilerStart: want 3 signal dumps f.000[1-3].heap, got '$got'"
+# abort nor swallow the signal (the program's handler still runs).  Each of
+# the 3 raises while profiling is one dump: the helper thread writes it in
+# the 20 ms the program sleeps after each, or HeapProfilerStop does (nowait:
+# the raises at once, the stop right after them)
+for wait in "" nowait; do
+	rm -f "$tmp"/f.*
+	HEAPPROFILESIGNAL=$usr1 timeout $hang_s "$prog" handler-first "$usr1" "$tmp/f" $wait >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	hung $rc
+	if [ $rc -ne 0 ] || [ "$(cat "$tmp/out")" != "rel_prog ok" ]; then
+		fail "handler installed before HeapProfilerStart $wait: exit $rc (124 = hung, 134 = abort), stdout '$(cat "$tmp/out")': $(head -c 400 "$tmp/err")"
+	fi
+	got=$(ls "$tmp" | grep '^f\..*heap$' | tr '\n' ' ')
+	[ "$got" = "f.0001.heap f.0002.heap f.0003.heap " ] ||
+		fail "handler installed before HeapProfilerStart $wait: want 3 signal dumps f.000[1-3].heap, got '$got'"
+done
 
 [ $fails -eq 0 ] && { echo "rel_signal: all cases passed"; exit 0; }
 echo "rel_signal: $fails case(s) failed"

@@ -7,7 +7,7 @@
 # file, the peak of a 12 MiB Vec already dropped, start/stop/running; here:
 # what it links, its exit status and the files it leaves.
 . "$top_srcdir/tests/emu.sh"
-emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
+emu_rust
 . "$top_srcdir/tests/prof_lib.sh"
 # the version is written once, in configure.ac's AC_INIT: the crate's
 # Cargo.toml repeats it (cargo cannot read it from elsewhere), checked here
@@ -42,7 +42,7 @@ for mode in shared static; do
 		grep -q 'heapalloc' "$tmp/cargo.err" && { fail "$mode: cargo build"; continue; }
 		fail "$mode: cargo cannot build tests/rust_crate"; continue
 	}
-	bin="$target/debug/rust_crate"
+	bin="$target/${rust_triple}debug/rust_crate"
 	needed=$(readelf -dW "$bin" | grep -c 'NEEDED.*\[libheapalloc\.so\.0\]')
 	eq "$mode: libheapalloc.so.0 needed" "$needed" "$([ $mode = shared ] && echo 1 || echo 0)"
 	# static: heapalloc's malloc is the program's own, found first by libc

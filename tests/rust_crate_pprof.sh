@@ -10,7 +10,7 @@
 # Also: build.rs names HEAPALLOC_LIB_DIR and PKG_CONFIG_PATH when it finds
 # no library.
 . "$top_srcdir/tests/emu.sh"
-emu_skip "cargo builds for this machine's x86-64 (no aarch64 Rust target installed)"
+emu_rust
 . "$top_srcdir/tests/prof_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)
 [ -n "$CARGO" ] || { echo "SKIP: cargo not found"; exit 77; }
@@ -55,7 +55,7 @@ for mode in shared static; do
 	RUSTFLAGS="${rf# }" HEAPALLOC_LIB_DIR="$libs" HEAPALLOC_STATIC="$st" CARGO_TARGET_DIR="$target" \
 		"$CARGO" build --offline -q --manifest-path "$manifest" 2>"$tmp/cargo.err" ||
 		{ cat "$tmp/cargo.err"; fail "$mode: cargo cannot build tests/rust_crate"; continue; }
-	bin="$target/debug/pprof_heap"
+	bin="$target/${rust_triple}debug/pprof_heap"
 	mkdir "$tmp/$mode"
 	pb="$tmp/$mode/mem.pb.gz"
 	HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_STATS=0 "$bin" "$pb" "$tmp/$mode/p" \
