@@ -533,7 +533,10 @@ static void to_span(central *c, void *o, ha_span **dead, int keep)
 	if (s->nfree == s->carved) {
 		/* no block of it is out, so none is recorded: a mark goes
 		 * (ha_span_mark_recorded; nobody can set it meanwhile) */
-		__atomic_store_n(&s->plain_max, s->nobj, __ATOMIC_RELAXED);
+		if (!__atomic_load_n(&s->plain_max, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&s->plain_max, s->nobj, __ATOMIC_RELAXED);
+			ha_pagemap_mark(s);
+		}
 		uint32_t bytes = ha_class_span_bytes[s->cls];
 		if (keep && (c->empty_bytes + bytes <= KEEP_EMPTY_BYTES || (c->partial == s && !s->next))) {
 			c->empty_bytes += bytes;   /* keep it for the next refill */

@@ -12,11 +12,12 @@
  *   branch), a pop from this thread's stack of block pointers, all
  *   %fs-relative (HA_SEG); the block's memory is not read.
  * free(p), p a small block: 25 instructions: the page map (two dependent
- *   loads and an add, no branch: a page without a span reads a span no
- *   pointer is a plain block of) names p's span, a multiply, a rotate
- *   and a compare check that p is a block's start, a compare against the
- *   stack's top (a block freed twice in a row), a push onto the stack the
- *   span names; the block's memory is not written.
+ *   loads and an add, no branch: a page without a span reads class 0, which
+ *   no pointer passes) gives p's page's class and its span's first object,
+ *   and the span record is not read; with the class's table (ha_pm.cl) a
+ *   multiply, a rotate and a compare check that p is a block's start, a
+ *   compare against the stack's top (a block freed twice in a row), a push
+ *   onto the class's stack; the block's memory is not written.
  * C++: operator new and new[] (without alignment) are malloc's path inlined
  *   (19 too); operator delete and delete[], sized or not, are free itself.
  *
@@ -28,7 +29,8 @@
  * slow path with nothing added to the small-block free path.  When every
  * allocation is recorded (sampling interval 1) a small block gets no
  * header: the span it came from is marked instead (ha_span.plain_max = 0),
- * which fails the same check for every block of that span.
+ * (and its pages' entries name class 0), which fails the same check for
+ * every block of that span.
  * Compatibility mode (compat.c) keeps its countdown at 0: every malloc
  * takes the slow path there, and its blocks' headers make free take
  * ha_compat_free_small.
@@ -52,7 +54,7 @@ static HA_NOINLINE void *alloc_slow(size_t n, size_t align, int zero);
 /* p first, here and in ha_tcache_overflow: free's fast path tail-calls
  * them with p where it arrived (the first argument's register), so no
  * instruction of it moves p */
-static HA_NOINLINE void free_odd(void *p, ha_span *s);
+static HA_NOINLINE void free_odd(void *p);
 
 static HA_NOINLINE void *new_slow(size_t n, int64_t c);
 
@@ -87,15 +89,35 @@ static inline void *alloc_fast(size_t n)
 }
 
 /* free of p, small or not: a big block, NULL and an invalid pointer take
- * the odd path, as their page has no span (ha_pm.nospan). */
+ * the odd path, as their page has no span (class 0).  The check is on p's
+ * low 32 bits within the page p's bits 12-47 name: bits 48-63 are not
+ * looked at (a pointer no program can dereference on x86-64). */
 static inline void free_fast(void *p)
 {
-	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
-	if (HA_UNLIKELY(!ha_plain_start(s, p))) {
-		free_odd(p, s);
+	intptr_t i = ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT);
+	uintptr_t c;
+	uint32_t d = (uint32_t)(uintptr_t)p;
+#if defined(__x86_64__)
+	/* both fields straight from the map: the compiler otherwise puts the
+	 * entry's address in a register first, one instruction more (and a
+	 * 32-bit load zero-extends c, which it does not know either) */
+	__asm__("movl %c[ent]+4(%[pm],%[i],8), %k[c]\n\t"
+		"subl %c[ent](%[pm],%[i],8), %[d]"
+		: [c] "=&r"(c), [d] "+r"(d)
+		: [pm] "r"(&ha_pm), [i] "r"(i), [ent] "i"(offsetof(ha_pagemap, none.ent)),
+		  "m"(*ha_pagemap_ent(i)));
+#else
+	c = ha_pagemap_ent(i)->cls;
+	d -= ha_pagemap_ent(i)->base_lo;
+#endif
+	uint32_t q = d * ha_pm.cl.inv[c];
+	uint32_t r = ha_pm.cl.ror[c];
+	q = (q >> r) | (q << (-r & 31));
+	if (HA_UNLIKELY(q >= ha_pm.cl.lim[c])) {
+		free_odd(p);
 		return;
 	}
-	ha_push_at(s->tl_key, p);
+	ha_push_at(ha_pm.cl.key[c], p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -322,8 +344,9 @@ static HA_NOINLINE void free_big(void *p)
  * (their pages have no span), a compat block, a sample, a block of a
  * marked span, or an invalid pointer (the fast path's page-map lookup
  * takes p modulo 2^48). */
-static HA_NOINLINE void free_odd(void *p, ha_span *s)
+static HA_NOINLINE void free_odd(void *p)
 {
+	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
 	if (s == &ha_pm.nospan) {
 		free_big(p);
 		return;

@@ -93,8 +93,10 @@ static inline int ha_plain_start(const ha_span *s, const void *p)
 static inline void ha_span_mark_recorded(void *p)
 {
 	ha_span *s = ha_pagemap_get(p);
-	if (__atomic_load_n(&s->plain_max, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&s->plain_max, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&s->plain_max, 0, __ATOMIC_RELAXED);
+		ha_pagemap_mark(s);   /* free's entries: class 0 */
+	}
 }
 
 /* *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction

@@ -132,6 +132,7 @@ void ha_init_slow(void)
 	if (!ha_ready) {
 		ha_size_class_init();
 		ha_tcache_init();
+		ha_pagemap_init();
 		ha_hdr_secret = header_secret();
 		ha_arena_init();
 		ha_central_init();

@@ -130,30 +130,66 @@ typedef struct ha_span {
 
 
 /* ---- pagemap.c ---------------------------------------------------------- */
-#define HA_PM_LEAF_BITS 14   /* a leaf (128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
+#define HA_PM_LEAF_BITS 14   /* a leaf (2 x 128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
 #define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
 #define HA_PM_LEAF_MASK ((1u << HA_PM_LEAF_BITS) - 1)
-/* A root entry is its leaf's distance from `none`, in entries: 0 (all of
- * the BSS root at first) is `none`, a leaf that is never written.  A leaf
- * entry is its span's distance in bytes from `nospan`, a span of zeros
- * (magic 0: no pointer is a plain block of it): 0 is no span.  So free's
- * lookup is two loads and an add with no branch, and a page without a
- * span fails the plain-block check like any odd pointer. */
+/* What free's fast path reads of a page, in one 8-byte entry (one line
+ * covers 8 pages): the low 32 bits of its span's first object and the
+ * span's class, or class 0 (no span, or a span marked by
+ * ha_span_mark_recorded), which no pointer passes. */
+typedef struct ha_pent {
+	uint32_t base_lo;
+	uint32_t cls;
+} ha_pent;
+/* A leaf: per page its span (distance from ha_pm.nospan) and its entry,
+ * both at the same index, so one root load reaches either. */
+typedef struct ha_pmleaf {
+	uintptr_t span[1u << HA_PM_LEAF_BITS];
+	ha_pent ent[1u << HA_PM_LEAF_BITS];
+} ha_pmleaf;
+/* Free's class table, indexed by a page's class: the block-start check in
+ * 32 bits (a span's offsets are below 2^32: size = odd << ror, inv the
+ * odd part's inverse mod 2^32, lim the span's objects; class 0: inv and
+ * lim 0, so every pointer fails) and the class's list key (ha_tl_key). */
+typedef struct ha_pmclass {
+	uint32_t inv[HA_NCLASSES];
+	uint32_t ror[HA_NCLASSES];
+	uint32_t lim[HA_NCLASSES];
+	uintptr_t key[HA_NCLASSES];
+} ha_pmclass;
+/* A root entry is its leaf's distance from `none`, in span entries: 0
+ * (all of the BSS root at first) is `none`, a leaf that is never written.
+ * A leaf's span entry is its span's distance in bytes from `nospan`, a
+ * span of zeros (magic 0: no pointer is a plain block of it): 0 is no
+ * span.  So every lookup is two loads and an add with no branch. */
 typedef struct ha_pagemap {
 	ha_span nospan;
-	uintptr_t none[1u << HA_PM_LEAF_BITS];
+	ha_pmclass cl;       /* beside the root: free addresses both from &ha_pm */
+	ha_pmleaf none;
 	intptr_t root[1u << HA_PM_ROOT_BITS];
 } ha_pagemap;
 extern ha_pagemap ha_pm;
 
-/* The span of page pg, &ha_pm.nospan for none; pg < 2^36 or it is taken
- * modulo 2^36. */
+/* Page pg's index in ha_pm.none.span (and .ent): its leaf's distance plus
+ * its place in the leaf; pg < 2^36 or it is taken modulo 2^36. */
+static inline intptr_t ha_pagemap_index(uintptr_t pg)
+{
+	return ha_pm.root[(pg >> HA_PM_LEAF_BITS) & ((1u << HA_PM_ROOT_BITS) - 1)] +
+	       (intptr_t)(pg & HA_PM_LEAF_MASK);
+}
+
+/* The span of page pg, &ha_pm.nospan for none. */
 static inline ha_span *ha_pagemap_at(uintptr_t pg)
 {
-	intptr_t i = ha_pm.root[(pg >> HA_PM_LEAF_BITS) & ((1u << HA_PM_ROOT_BITS) - 1)] +
-		     (intptr_t)(pg & HA_PM_LEAF_MASK);
-	uintptr_t e = *(uintptr_t *)((uintptr_t)ha_pm.none + (uintptr_t)i * sizeof(uintptr_t));
+	intptr_t i = ha_pagemap_index(pg);
+	uintptr_t e = *(uintptr_t *)((uintptr_t)ha_pm.none.span + (uintptr_t)i * sizeof(uintptr_t));
 	return (ha_span *)((uintptr_t)&ha_pm.nospan + e);
+}
+
+/* Free's entry of the page at index i (ha_pagemap_index). */
+static inline const ha_pent *ha_pagemap_ent(intptr_t i)
+{
+	return (const ha_pent *)((uintptr_t)ha_pm.none.ent + (uintptr_t)i * sizeof(ha_pent));
 }
 
 /* The span of p, or NULL. */
@@ -165,7 +201,14 @@ static inline ha_span *ha_pagemap_get(const void *p)
 	ha_span *s = ha_pagemap_at(pg);
 	return s != &ha_pm.nospan ? s : NULL;
 }
+/* Span s's pages [start, start + bytes) name s (s NULL: nothing), their
+ * entries its class while it is unmarked. */
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
+/* The entries of span s's pages: its class while plain_max says it is
+ * unmarked, else 0 (ha_span_mark_recorded and its undoing). */
+void ha_pagemap_mark(const ha_span *s);
+/* Fill ha_pm.cl from the class tables (after ha_size_class_init). */
+void ha_pagemap_init(void);
 void ha_pagemap_prefork(void);
 void ha_pagemap_postfork(int child);
 
