@@ -377,20 +377,12 @@ static void give_back(ha_tlist *l, unsigned cls, unsigned count, int to_spans)
  * list (and lowers their max) until it is under.  Every list holds at most
  * its max at a slow path, so while the maxes add up to no more than the
  * budget the count (a pass over every class) is skipped — but for every
- * 64th call, which keeps node->cached_bytes (statistics) fresh.  Maxes past
- * the budget (slow start lets every list reach its cap: a program of many
- * sizes) made every slow path count, a tenth of the allocator's
- * instructions in bench/service's reqresp; such a cache is counted at
- * every 8th slow path instead.  Between slow paths the fast paths may
- * fill every list to its max in any case: the budget holds at the counts,
- * and an excess is found 7 slow paths later at most. */
+ * 64th call, which keeps node->cached_bytes (statistics) fresh. */
 static void enforce_budget(ha_tcache *tc)
 {
 	uint64_t b = budget(), have;
-	if (++tc->budget_skips & 63) {
-		if (tc->max_bytes <= b || (tc->budget_skips & 7))
-			return;
-	}
+	if (tc->max_bytes <= b && (++tc->budget_skips & 63))
+		return;
 	while ((have = ha_tcache_cached(tc)) > b) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++) {
 			ha_tlist *l = &tc->list[c];
