@@ -89,8 +89,12 @@ for run in "climb $N 4096" "saw $N 1048576" "saw $N 4096" "threads 2 $N 65536" "
 done
 "$HEAPALLOC_CMD" check "$tmp/tsaw"*1048576/p.log >"$tmp/log.check" 2>&1 ||
 	fail "the dump log with its peak line: $(cat "$tmp/log.check")"
-[ "$(ls "$tmp/tsaw"*1048576/p.[0-9]*.heap | wc -l)" -ge 4 ] ||
-	fail "saw: dumps on the way: $(ls "$tmp/tsaw"*1048576 | tr '\n' ' ')"
+# four crossings on the way: each a dump, or folded into the next one while
+# a dump was still queued (a busy machine): the reason says how many
+folded=$(sed -n 's/^Dumping heap profile to .*; \([0-9]*\) crossings* folded)$/\1/p' "$tmp/tsaw"*1048576.err |
+	awk '{ n += $1 } END { print n + 0 }')
+[ $(($(ls "$tmp/tsaw"*1048576/p.[0-9]*.heap | wc -l) + folded)) -ge 4 ] ||
+	fail "saw: dumps on the way: $(ls "$tmp/tsaw"*1048576 | tr '\n' ' '), $folded crossings folded"
 
 # compatibility mode (every free goes its way): the same, four threads
 mkdir "$tmp/x"
