@@ -86,10 +86,23 @@ static int peak_row(const char *lp, uint64_t seq)
 	return 1;
 }
 
+/* Set by the exit dump: a tick after it writes no row, so the exit dump is
+ * the log's last line (a slow exit, e.g. under qemu-user, left one after). */
+static int timeline_ended;
+
+void ha_prof_timeline_end(void)
+{
+	__atomic_store_n(&timeline_ended, 1, __ATOMIC_RELEASE);
+}
+
 void ha_prof_timeline_row(void)
 {
 	if (!ha_prof_running() || !ha_trylock(&ha_prof_dump_lock))
 		return;
+	if (__atomic_load_n(&timeline_ended, __ATOMIC_ACQUIRE)) {
+		ha_unlock(&ha_prof_dump_lock);
+		return;
+	}
 	char lp[HA_PREFIX_MAX + 64];
 	ha_naming_log(lp, sizeof lp);
 	if (row.pid != getpid()) {

@@ -638,6 +638,7 @@ void ha_prof_time_dump(int64_t interval, struct timespec *next);
  * the helper thread writes one now (when the heap moved). */
 int ha_prof_timeline_on(void);
 void ha_prof_timeline_row(void);
+void ha_prof_timeline_end(void);   /* the exit dump: no row after it */
 
 /* ---- triggers.c ------------------------------------------------------------ */
 /* Write the threshold dump queued for the helper, if any (helper thread). */

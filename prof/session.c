@@ -296,6 +296,7 @@ static void exit_dump(void)
 	if (!ha_prof_running() || ha_session.nofiles)
 		return;
 	ha_helper_flush();        /* a signal just before exit keeps its dump */
+	ha_prof_timeline_end();
 	uint64_t t[2];
 	ha_prof_totals(t);
 	uint64_t inuse = ha_inuse_of(t);
