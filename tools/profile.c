@@ -226,7 +226,7 @@ ha_line *ha_table_snapshot(size_t *n)
 {
 	ha_line *v = malloc((cp.n ? cp.n : 1) * sizeof *v);
 	*n = v ? cp.n : 0;
-	if (v)
+	if (v && cp.n)   /* an empty table may have no array at all */
 		memcpy(v, cp.lines, cp.n * sizeof *v);
 	return v;
 }
@@ -244,7 +244,9 @@ void ha_objmap_stats(uint64_t *objects, uint64_t *memory)
 
 size_t ha_objmap_ages(ha_agent *out, size_t cap)
 {
-	memcpy(out, cp.ages, (cp.nages < cap ? cp.nages : cap) * sizeof *out);
+	size_t n = cp.nages < cap ? cp.nages : cap;
+	if (n)           /* no ages: cp.ages may be NULL */
+		memcpy(out, cp.ages, n * sizeof *out);
 	return cp.nages;
 }
 
