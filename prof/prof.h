@@ -357,6 +357,11 @@ void ha_writer_maps_copy(ha_out *o, int fd);
  * pprof's mappings and build IDs, mappings.c): 0 this one; set only by a
  * reader outside (tools/profile.c) to the process it copied the tables of. */
 extern int ha_maps_pid;
+/* Or the memory map that reader hands over instead of PID's maps (an
+ * emulated process's as its program sees it: tools/ha_proc.py's
+ * program_view), taken as it is; NULL: read the maps. */
+extern const char *ha_maps_text;
+extern size_t ha_maps_text_len;
 /* Its /proc/PID/maps, normalised as above, appended to o (nothing if unreadable). */
 void ha_writer_maps(ha_out *o);
 /* Write the whole profile (header, lines, memory map) to o. */

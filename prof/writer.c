@@ -245,9 +245,15 @@ void ha_writer_maps_copy(ha_out *o, int fd)
 }
 
 int ha_maps_pid;
+const char *ha_maps_text;
+size_t ha_maps_text_len;
 
 void ha_writer_maps(ha_out *o)
 {
+	if (ha_maps_text) {
+		ha_out_bytes(o, ha_maps_text, ha_maps_text_len);
+		return;
+	}
 	char path[32] = "/proc/self/maps";
 	if (ha_maps_pid > 0)
 		ha_snprintf(path, sizeof path, "/proc/%d/maps", ha_maps_pid);

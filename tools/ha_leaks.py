@@ -108,7 +108,7 @@ def leaks(where, pid, out, stop, fail_status, err):
     data = prof.data
     names = {}
     if rows:
-        named, warns = ha_remote.name_profile(where.tools, pid, maps, data)
+        named, warns = ha_remote.name_profile(where.tools, pid, snap.maps, data)
         for w in warns:
             err('leaks: %s' % w)
         data = named or data

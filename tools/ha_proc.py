@@ -179,7 +179,7 @@ class Mem:
 
 
 class Mapping:
-    __slots__ = ('start', 'end', 'perms', 'offset', 'inode', 'path')
+    __slots__ = ('start', 'end', 'perms', 'offset', 'inode', 'path', 'line')
 
     def __init__(self, line):
         f = line.split(None, 5)
@@ -187,6 +187,7 @@ class Mapping:
         self.start, self.end = int(a, 16), int(b, 16)
         self.perms, self.offset, self.inode = f[1], int(f[2], 16), int(f[4])
         self.path = f[5].rstrip('\n') if len(f) > 5 else ''
+        self.line = line
 
 
 def read_maps(pid):
@@ -235,8 +236,11 @@ def file_of(pid, m):
 #    pid that fit.
 
 PT_LOAD, PT_DYNAMIC = 1, 2
+PF_X = 1
+ET_EXEC = 2
 DT_NULL, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ = 0, 4, 5, 6, 10
 DT_GNU_HASH = 0x6ffffef5
+DT_FLAGS_1, DF_1_PIE = 0x6ffffffb, 0x08000000
 MAX_DATA_SCAN = 64 << 20        # bytes of the program's data searched, at most
 _PAGE = os.sysconf('SC_PAGE_SIZE')
 
@@ -268,9 +272,12 @@ class _Image:
         self.lo = min(m.start for m in maps)
         self.hi = max(m.end for m in maps)
         self.bias, self.dyn = None, None
+        self.machine, self.type = None, None
+        self.code = []          # its PF_X segments' link-time [lo, hi)
         eh = mem.read(self.head.start, 64) if self.head.offset == 0 else None
         if eh is None or eh[:4] != b'\x7fELF' or eh[4] != 2 or eh[5] != 1:
             return
+        self.type, self.machine = struct.unpack_from('<HH', eh, 16)
         phoff = struct.unpack_from('<Q', eh, 32)[0]
         phentsize, phnum = struct.unpack_from('<HH', eh, 54)
         if phentsize < 56 or not 0 < phnum < 256:
@@ -280,9 +287,12 @@ class _Image:
             return
         low, dyn = None, None
         for i in range(phnum):
-            p_type, _, _, p_vaddr, _, _, p_memsz = struct.unpack_from('<IIQQQQQ', ph, i * phentsize)
+            p_type, p_flags, _, p_vaddr, _, p_filesz, p_memsz = struct.unpack_from(
+                '<IIQQQQQ', ph, i * phentsize)
             if p_type == PT_LOAD and (low is None or p_vaddr < low):
                 low = p_vaddr
+            if p_type == PT_LOAD and p_flags & PF_X:
+                self.code.append((p_vaddr, p_vaddr + p_filesz))
             elif p_type == PT_DYNAMIC:
                 dyn = (p_vaddr, p_memsz)
         if low is None:
@@ -294,8 +304,8 @@ class _Image:
         """A d_ptr: the loader relocates them in place (glibc), or not (musl)."""
         return v if self.lo <= v < self.hi else v + self.bias
 
-    def dynsym(self, mem, name):
-        """The address of name among the image's dynamic symbols, or None."""
+    def _dynamic(self, mem):
+        """Its dynamic section as {tag: first value}, or None."""
         if self.dyn is None or self.dyn[1] > 1 << 16:
             return None
         raw = mem.read(self.bias + self.dyn[0], self.dyn[1])
@@ -307,6 +317,27 @@ class _Image:
             if tag == DT_NULL:
                 break
             d.setdefault(tag, val)
+        return d
+
+    def is_program(self, mem):
+        """Whether it is a program, not a library: ET_EXEC, or a PIE (the
+        linker's DF_1_PIE: a PT_INTERP would not tell, glibc's libc.so.6
+        has one too)."""
+        if self.type == ET_EXEC:
+            return True
+        d = self._dynamic(mem) if self.bias is not None else None
+        return bool(d) and d.get(DT_FLAGS_1, 0) & DF_1_PIE != 0
+
+    def holds_code(self, m):
+        """Whether its mapping m holds part of an executable segment."""
+        return self.bias is not None and any(
+            m.start < self.bias + hi and self.bias + lo < m.end for lo, hi in self.code)
+
+    def dynsym(self, mem, name):
+        """The address of name among the image's dynamic symbols, or None."""
+        d = self._dynamic(mem)
+        if d is None:
+            return None
         if DT_SYMTAB not in d or DT_STRTAB not in d:
             return None
         symtab, strtab = self._ptr(d[DT_SYMTAB]), self._ptr(d[DT_STRTAB])
@@ -464,27 +495,50 @@ def find_root(pid, maps, mem=None):
             mem.close()
 
 
-def _find_root(pid, maps, mem):
+def _exe_path(pid, maps):
+    try:                        # the program: not the first mapping when an
+        return os.readlink(_proc(pid, 'exe'))       # allocator reserved low memory
+    except OSError:
+        return next((m.path for m in maps if m.path.startswith('/')), '')
+
+
+def _by_path(maps):
     by = {}
     for m in maps:
         if m.path.startswith('/') and m.inode:
             by.setdefault(m.path, []).append(m)
-    try:                        # the program: not the first mapping when an
-        exe_path = os.readlink(_proc(pid, 'exe'))   # allocator reserved low memory
-    except OSError:
-        exe_path = next((m.path for m in maps if m.path.startswith('/')), '')
+    return by
+
+
+def _programs(mem, images, exe_path):
+    """The paths of the program: /proc/PID/exe; and when that is an
+    emulator (qemu-user through binfmt_misc: its process's exe), the mapped
+    programs of another machine than it: the one it runs."""
+    exe = images.get(exe_path)
+    if exe is None:
+        return []
+    return [exe_path] + [p for p, im in images.items()
+                         if exe.machine is not None and im.machine not in (None, exe.machine)
+                         and im.is_program(mem)]
+
+
+def _find_root(pid, maps, mem):
+    by = _by_path(maps)
+    exe_path = _exe_path(pid, maps)
+    images = {p: _Image(mem, p, by[p]) for p in by}
+    progs = _programs(mem, images, exe_path)
     # the loader's order where it matters (the program first: a program
     # that refers to the root holds the copy everyone uses), then the
     # library named heapalloc, then the rest
-    order = sorted(by, key=lambda p: (0 if p == exe_path else
+    order = sorted(by, key=lambda p: (0 if p in progs else
                                       1 if 'heapalloc' in os.path.basename(p) else 2))
-    images = [_Image(mem, p, by[p]) for p in order]
-    for im in images:
-        a = im.dynsym(mem, SYMBOL)
+    for p in order:
+        a = images[p].dynsym(mem, SYMBOL)
         if a is not None:
-            return a, im.path
-    exe = next((im for im in images if im.path == exe_path), None)
-    if exe is not None and exe.bias is not None:
+            return a, p
+    for exe in (images[p] for p in progs):
+        if exe.bias is None:
+            continue
         f = file_of(pid, exe.head)
         got = _symtab(f, SYMBOL) if f else None
         if got is not None:
@@ -497,6 +551,42 @@ def _find_root(pid, maps, mem):
     raise ProcError('process %d does not run heapalloc (no %s in the dynamic symbols of its '
                     '%d mapped files, its program\'s symbol table or data)'
                     % (pid, SYMBOL, len(images)))
+
+
+def program_view(pid, maps, mem, lib):
+    """The memory map as the program sees it, when it runs under an
+    emulator (qemu-user: /proc/PID/exe, the emulator, is of another machine
+    than lib, the file holding heapalloc_root): the emulator's own files, its
+    executable anonymous memory (translated code) and the kernel's special
+    mappings ([heap], [stack], [vdso]: the emulator's) left out, and the
+    program's executable segments marked 'x' (the emulator maps them
+    readable only: it runs translations of them), as the emulator shows the
+    program its own /proc/self/maps.  None for a process that runs natively.
+    Only ELF headers in memory are read."""
+    by = _by_path(maps)
+    exe_path = _exe_path(pid, maps)
+    if lib not in by or exe_path not in by or lib == exe_path:
+        return None
+    guest = _Image(mem, lib, by[lib]).machine
+    host = _Image(mem, exe_path, by[exe_path]).machine
+    if guest is None or host is None or guest == host:
+        return None
+    images = {p: _Image(mem, p, by[p]) for p in by}
+    view = []
+    for m in maps:
+        im = images.get(m.path) if m.inode else None
+        if im is not None and im.machine not in (None, guest):
+            continue            # the emulator's, or a file of another machine
+        if im is None and ('x' in m.perms or m.path.startswith('[')):
+            continue
+        if im is not None and m.perms[2] != 'x' and m.perms[0] == 'r' and im.holds_code(m):
+            v = Mapping(m.line)
+            k = m.line.index(' ') + 1
+            v.perms = m.perms[:2] + 'x' + m.perms[3:]
+            v.line = m.line[:k] + v.perms + m.line[k + 4:]
+            m = v
+        view.append(m)
+    return view
 
 
 # ---- the root, the table and the books -------------------------------------
@@ -762,7 +852,11 @@ def snapshot(pid, mem=None, maps=None):
         snap.ages = ages
         snap.drops = drops or 0
         snap.time = time.time()
-        snap.maps = maps
+        # the mappings as the program sees them: an emulated one's
+        # (program_view), else the kernel's; `view` says which
+        view = program_view(pid, maps, mem, lib)
+        snap.maps = view if view is not None else maps
+        snap.view = view is not None
         return snap
     finally:
         if own_mem:

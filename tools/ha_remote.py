@@ -28,7 +28,8 @@ def tables(snap, lines=None, ages=True, calibrate=None, command='', notes=()):
     says the records): its lines (or lines, (alloc count, alloc bytes,
     free count, free bytes, Line) each), its live samples' times when ages,
     the root's flags (calibration switched off when calibrate is False), the
-    command's comment and notes after it."""
+    command's comment and notes after it, and for an emulated process the
+    memory map its program sees (ha_proc.program_view)."""
     r = snap.root
     flags = r.flags if calibrate is not False else r.flags & ~ha_proc.FLAG_CALIBRATE
     out = ['rate %d' % r.rate, 'flags %d' % flags, 'base %d %d' % tuple(r.base),
@@ -49,6 +50,8 @@ def tables(snap, lines=None, ages=True, calibrate=None, command='', notes=()):
         out += ['age %d %d %d' % a[:3] for a in snap.ages]
     out.append('command %s' % _clean(command))
     out += ['note %s' % _clean(n) for n in notes]
+    if getattr(snap, 'view', False):    # an emulated process: the program's view of its maps
+        out += ['map %s' % m.line for m in snap.maps]
     return ('\n'.join(out) + '\n').encode()
 
 
@@ -110,7 +113,9 @@ def who(pid, snap, reader='heapalloc dump'):
 
 def name_profile(tool_dir, pid, maps, data):
     """heapalloc-symbolize over the gzipped profile data, with the target's
-    own files as the binaries.  (named bytes or None, [warnings])."""
+    own files as the binaries (those of maps' executable mappings: a
+    snapshot's maps, as its program sees them).  (named bytes or None,
+    [warnings])."""
     bins = []
     seen = set()
     for m in maps:
@@ -138,7 +143,8 @@ def read_snapshot(pid):
     _, maps = ha_proc.read_maps(pid)
     mem = ha_proc.Mem(pid)
     try:
-        return ha_proc.sampling_snapshot(pid, mem, maps, '; nothing to dump'), maps
+        snap = ha_proc.sampling_snapshot(pid, mem, maps, '; nothing to dump')
+        return snap, snap.maps
     finally:
         mem.close()
 

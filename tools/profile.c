@@ -14,6 +14,9 @@
  *     age IDX BYTES T               a live sample (its bucket's index)
  *     command TEXT / note TEXT      the profile's comments after the
  *                                   calibration's: whose, what the read saw
+ *     map LINE                      a line of the memory map to name
+ *                                   instead of /proc/PID/maps (an emulated
+ *                                   process's, as its program sees it)
  * PROFILE: the gperftools text (prof/writer.c) or gzipped profile.proto
  * (prof/pprof.c; alloc: alloc_space as its default sample type), with the
  * memory map and build IDs of PID (its /proc/PID/maps and memory), in the
@@ -67,6 +70,8 @@ static struct {
 	char command[512];
 	char notes[HA_PPROF_NOTES][512];
 	int nnotes;
+	char *maps;                              /* the map records' lines */
+	size_t nmaps, mapcap;
 } cp;
 
 /* Room for one more of *v (n of size bytes each), doubling *cap. */
@@ -172,6 +177,13 @@ static void read_tables(FILE *in)
 		} else if (IS("note")) {
 			if (cp.nnotes < HA_PPROF_NOTES)
 				snprintf(cp.notes[cp.nnotes++], sizeof cp.notes[0], "%s", s);
+		} else if (IS("map")) {
+			size_t n = strlen(s);
+			while (cp.nmaps + n + 1 > cp.mapcap)
+				cp.maps = room(cp.maps, cp.mapcap, &cp.mapcap, 1);
+			memcpy(cp.maps + cp.nmaps, s, n);
+			cp.maps[cp.nmaps + n] = '\n';
+			cp.nmaps += n + 1;
 		} else if (len) {
 			die("line %zu of the tables is no known record: %.*s", no, (int)kl, line);
 		}
@@ -316,6 +328,10 @@ int main(int argc, char **argv)
 		die("usage: heapalloc-profile PID text|pprof|alloc [--summary FD] < TABLES");
 	read_tables(stdin);
 	ha_maps_pid = pid;
+	if (cp.maps) {
+		ha_maps_text = cp.maps;
+		ha_maps_text_len = cp.nmaps;
+	}
 	/* the writers name PID's mappings: a process gone (or a zombie,
 	 * whose maps are empty) would leave them out without a word */
 	char path[32], c;
