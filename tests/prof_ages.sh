@@ -117,13 +117,6 @@ all=$(flat inuse_space "$f" new_site)
 young_split sampled "$f" "$all"
 churn_lived sampled "$f" "$lived" sampled
 
-# Read from outside, an emulated process (a cross build's tests under
-# qemu-user) shows qemu's own maps: the in-process cases above are the test.
-if [ -n "${HA_EMULATED:-}" ]; then
-	echo "outside and growing cases not run: $HA_EMULATED: /proc/PID shows the emulator's memory map, not the program's"
-	finish
-fi
-
 # From outside: `heapalloc dump PID` of the same heap (every allocation
 # recorded, the endpoint served too) gives the same
 # exact split; `heapalloc top PID --older 2s` puts old_site's bytes in its

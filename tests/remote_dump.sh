@@ -13,9 +13,7 @@
 # 3` of a growing heap puts the growing site first; `serve` answers go tool
 # pprof; each error (no heapalloc, no process, a zombie, an unknown layout,
 # sampling switched off, another user) is one stderr line and exit status 1.
-. "$top_srcdir/tests/emu.sh"
 . "$top_srcdir/tests/ready.sh"
-emu_skip "read from outside, an emulated process gives the right tables but no frame names (top, serve): qemu-user maps the program's code without execute permission, so /proc/PID/maps shows no text to name frames by"
 . "$top_srcdir/tests/names_lib.sh"
 unset HEAP_PROFILE_SAMPLE_INTERVAL HEAP_PROFILE_HTTP HEAP_PROFILE_FORMAT HEAP_PROFILE_CALIBRATE
 H="$top_builddir/tools/heapalloc"

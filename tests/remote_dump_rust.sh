@@ -13,7 +13,6 @@
 . "$top_srcdir/tests/emu.sh"
 . "$top_srcdir/tests/ready.sh"
 # (cargo builds it for aarch64, but its dump fails as remote_dump.sh's would)
-emu_skip "read from outside, an emulated process gives the right tables but no frame names: qemu-user maps the program's code without execute permission, so /proc/PID/maps shows no text to name frames by (as remote_dump.sh)"
 emu_rust
 . "$top_srcdir/tests/prof_lib.sh"
 [ -n "${CARGO:-}" ] && [ -x "$CARGO" ] || CARGO=$(command -v cargo || true)

@@ -6,6 +6,7 @@ holds to and why).
 
 Prints the differences, one a line, and exits 1; else exits 0."""
 import gzip
+import os
 import sys
 
 sys.path.insert(0, sys.argv[1])
@@ -14,6 +15,9 @@ import ha_pb
 inside_data, outside_data = (open(p, 'rb').read() for p in sys.argv[2:4])
 pid = sys.argv[4]
 problems = []
+# under qemu-user the program dumps the emulator's view of its maps and
+# command line (HA_EMULATED, Makefile.am): see below
+emu = os.environ.get('HA_EMULATED')
 
 
 def scalars(data):
@@ -47,6 +51,14 @@ if A.sample_types != B.sample_types or A.period != B.period:
                     % (A.sample_types, A.period, B.sample_types, B.period))
 maps = [sorted((m.start, m.limit, m.offset, m.filename, m.build_id) for m in P.mappings.values())
         for P in (A, B)]
+if emu:
+    # the emulator shows the program executable memory of its own making
+    # (qemu's signal trampoline page: anonymous, readable only in the
+    # kernel's map); every file's mapping must still be the same
+    anon = [m for m in maps[0] if not m[3]]
+    maps[0] = [m for m in maps[0] if m[3]]
+    print('%s: %d executable anonymous mapping(s) of the emulator\'s in the in-process '
+          'profile left out: %s' % (emu, len(anon), ['%x-%x' % m[:2] for m in anon]))
 if maps[0] != maps[1]:
     problems.append('mappings differ: %s' % set(maps[0]).symmetric_difference(maps[1]))
 if not any(m[4] for m in maps[0]):
@@ -59,8 +71,13 @@ if da != db:
 cut = [next((i for i, c in enumerate(x) if c.startswith('command: ')), None) for x in (ca, cb)]
 if None in cut or ca[:cut[0]] != cb[:cut[1]] or cut[0] < 3:
     problems.append('comments differ: %s | outside %s' % (ca, cb))
-elif not (cb[cut[1]].startswith(ca[cut[0]] + ' (pid %s, read from outside' % pid)):
+elif not emu and not (cb[cut[1]].startswith(ca[cut[0]] + ' (pid %s, read from outside' % pid)):
     problems.append('command comment %r, outside %r' % (ca[cut[0]], cb[cut[1]]))
+elif emu and not (cb[cut[1]].startswith('command: ') and
+                  ' %s (pid %s, read from outside' % (ca[cut[0]][9:], pid) in cb[cut[1]]):
+    # /proc/PID/cmdline is the kernel's: binfmt_misc's interpreter and the
+    # program's path before the arguments the program sees
+    problems.append('command comment %r, outside %r (%s)' % (ca[cut[0]], cb[cut[1]], emu))
 ma, aa = lines(A)
 mb, ab = lines(B)
 if ma != mb:
