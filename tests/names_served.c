@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "names_deleted.h"
+
 void *volatile keep[16];
 
 __attribute__((noinline)) void site_direct(void)
@@ -31,19 +33,6 @@ __attribute__((noinline)) void site_outer(void)
 		inl_leaf(i);
 }
 
-/* Wait until /proc/self/exe says the file is gone; 0, or -1 after 30 s. */
-static int wait_deleted(void)
-{
-	for (int t = 0; t < 3000; t++) {
-		char p[4096];
-		ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
-		if (n > 10 && memcmp(p + n - 10, " (deleted)", 10) == 0)
-			return 0;
-		usleep(10000);
-	}
-	return -1;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -51,7 +40,7 @@ int main(int argc, char **argv)
 	site_direct();
 	site_outer();
 	FILE *r = fopen(argv[2], "w");
-	if (!r || fclose(r) != 0 || wait_deleted() != 0) {
+	if (!r || fclose(r) != 0 || wait_deleted((uintptr_t)&site_direct) != 0) {
 		fprintf(stderr, "names_served: the binary was not deleted\n");
 		return 99;
 	}

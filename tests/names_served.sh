@@ -11,8 +11,6 @@
 # (dlopen, libdw) stay out of the books: sampled, the exit dump's in-use
 # figure is the same with names as without (allocated is not: the profile
 # handed to the program is larger with names).
-. "$top_srcdir/tests/emu.sh"
-emu_skip "qemu-user answers /proc/self/exe with the path it started, never a deleted binary"
 . "$top_srcdir/tests/names_lib.sh"
 unset HEAP_PROFILE_SYMBOLIZE
 CC=${CC:-cc}

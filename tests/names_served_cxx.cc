@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "names_deleted.h"
+
 char *volatile keep[16];
 
 namespace app {
@@ -36,18 +38,6 @@ __attribute__((noinline)) void fill()
 
 } // namespace app
 
-static int wait_deleted()
-{
-	for (int t = 0; t < 3000; t++) {
-		char p[4096];
-		ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
-		if (n > 10 && memcmp(p + n - 10, " (deleted)", 10) == 0)
-			return 0;
-		usleep(10000);
-	}
-	return -1;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -55,7 +45,7 @@ int main(int argc, char **argv)
 	app::keep_blocks();
 	app::fill();
 	FILE *r = fopen(argv[2], "w");
-	if (!r || fclose(r) != 0 || wait_deleted() != 0) {
+	if (!r || fclose(r) != 0 || wait_deleted((uintptr_t)&app::fill) != 0) {
 		fprintf(stderr, "names_served_cxx: the binary was not deleted\n");
 		return 99;
 	}
