@@ -5,12 +5,16 @@
 # mappings, the heap's in-use total exact — and HEAP_PROFILE_STATS=0 writes
 # none.  The rss.* lines add up to RSS and explain >= 95% of it there, after
 # a 300 MB spike of large, small and huge blocks, and with 32 threads'
-# stacks.
-. "$top_srcdir/tests/emu.sh"
-emu_skip "the process's RSS and mappings are qemu-user's too"
+# stacks.  Under qemu-user (HA_EMULATED) the process's RSS holds ~100 MB
+# of the emulator's own (its heap, translated code: rss.other), so what
+# says how much of RSS the lines explain is not checked, as the log says;
+# the rest is.
 PROF_WORK="$top_builddir/tests/prof_peak"
 . "$top_srcdir/tests/prof_lib.sh"
 MIB=1048576
+emu=${HA_EMULATED:-}
+[ -n "$emu" ] && echo "$emu: not checked: explained >= 95%, rss_anon <= 40 MiB, rss.other <= 4 MiB," \
+	"the freed memory kept named, the file the largest mapping (the emulator's own memory is RSS too)"
 
 # val FILE NAME — the value of the line NAME
 val() { awk -v n="$2" '$1 == n { print $2; exit }' "$1"; }
@@ -29,9 +33,14 @@ le "heap.in_use" "$(val "$s" heap.in_use)" $((8 * MIB + 256 * 1024))
 ge "process.rss" "$(val "$s" process.rss)" $((56 * MIB))
 ge "process.rss_file" "$(val "$s" process.rss_file)" $((48 * MIB))
 ge "process.rss_anon" "$(val "$s" process.rss_anon)" $((8 * MIB))
-le "process.rss_anon" "$(val "$s" process.rss_anon)" $((40 * MIB))
-eq "largest mapping" "$(awk '$1 == "process.mapping" { print $2, $3; exit }' "$s")" \
-	"$((48 * MIB)) $tmp/data.bin"
+if [ -z "$emu" ]; then
+	le "process.rss_anon" "$(val "$s" process.rss_anon)" $((40 * MIB))
+	eq "largest mapping" "$(awk '$1 == "process.mapping" { print $2, $3; exit }' "$s")" \
+		"$((48 * MIB)) $tmp/data.bin"
+else
+	eq "the file among the mappings" "$(awk -v f="$tmp/data.bin" '$1 == "process.mapping" && $3 == f { print $2 }' "$s")" \
+		$((48 * MIB))
+fi
 eq "anon among the mappings" "$(awk '$1 == "process.mapping" && $3 == "[anon]" { n++ } END { print n + 0 }' "$s")" 1
 # every line: a name, a number, a meaning
 bad=$(awk '!/^#/ && !($1 ~ /^[a-z_]+\.[a-z_]+$/ && $2 ~ /^[0-9]+$/ && NF >= 3)' "$s")
@@ -60,6 +69,7 @@ explains() {
 	t=$(awk '$1 == "rss.not_resident" { t -= $2; next } $1 ~ /^rss\./ { t += $2 } END { print t }' "$1")
 	eq "$2: rss lines add up" "$t" "$r"
 	pc=$(sed -n 's/^# explained: \([0-9]*\)\.[0-9]% of process.rss$/\1/p' "$1")
+	[ -n "$emu" ] && { ge "$2: explained (%)" "$pc" 0; return; }
 	ge "$2: explained (%)" "$pc" 95
 }
 explains "$s" "48 MiB file mapping"
@@ -76,6 +86,7 @@ for b in 100000 20000 2000000; do
 	ge "spike $b: in use" "$(val "$f" rss.heap_in_use)" 50000000
 	kept=$(( $(val "$f" rss.heap_free_held) + $(val "$f" rss.arena_kept) ))
 	# what the spike left resident beyond the 50 MB is named, not "other"
+	[ -n "$emu" ] && continue
 	le "spike $b: other" "$(val "$f" rss.other)" $((4 * MIB))
 	ge "spike $b: freed memory kept, named" $((kept + $(val "$f" process.rss) / 20)) \
 		$(( $(val "$f" process.rss) - $(val "$f" rss.heap_in_use) - $(val "$f" rss.file) ))
