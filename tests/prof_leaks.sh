@@ -14,11 +14,11 @@ PROF_WORK="$top_builddir/tests/prof_leaks"
 need_go
 H="$top_builddir/tools/heapalloc"
 
-# From outside (not under emulation: a cross build's tests under qemu-user
-# show the emulator's memory map in /proc/PID, not the program's)
-if [ -n "${HA_EMULATED:-}" ]; then
-	echo "outside cases not run: $HA_EMULATED: /proc/PID shows the emulator's memory map"
-else
+# From outside.  Under qemu-user the scan's roots hold the emulator's own
+# writable memory too (the program's registers live there: ptrace gives
+# qemu's), whose words may equal a leaked block's address: a leak may be
+# missed, never invented, as at exit below.
+emu=${HA_EMULATED:-}
 rm -f "$tmp/in"
 mkfifo "$tmp/in"
 HEAP_PROFILE_SAMPLE_INTERVAL=64 "$W" "$tmp/ready" <"$tmp/in" >"$tmp/prog.out" 2>"$tmp/prog.err" &
@@ -32,13 +32,26 @@ for mode in running stopped; do
 	[ $mode = stopped ] && stop=--stop || stop=
 	timeout 60 "$H" leaks $pid $stop -o "$f" >"$tmp/$mode.out" 2>"$tmp/$mode.err" ||
 		fail "$mode: leaks exited $?: $(cat "$tmp/$mode.err")"
-	grep -q "^scan: 15 of .* the process $mode" "$tmp/$mode.out" ||
-		fail "$mode: the scan line: $(sed -n 2p "$tmp/$mode.out")"
-	grep -Eq '^ +39\.1 KiB +10 +0%  leak_site prof_leaks\.c:[0-9]+ <- main' "$tmp/$mode.out" ||
-		fail "$mode: no named leak_site row: $(cat "$tmp/$mode.out")"
-	eq "$mode: leak_site" "$(flat inuse_space "$f" leak_site)" 40000
-	eq "$mode: cycle_site" "$(flat inuse_space "$f" cycle_site)" 8000
-	eq "$mode: last_site" "$(flat inuse_space "$f" last_site)" 9000
+	if [ -z "$emu" ]; then
+		grep -q "^scan: 15 of .* the process $mode" "$tmp/$mode.out" ||
+			fail "$mode: the scan line: $(sed -n 2p "$tmp/$mode.out")"
+		grep -Eq '^ +39\.1 KiB +10 +0%  leak_site prof_leaks\.c:[0-9]+ <- main' "$tmp/$mode.out" ||
+			fail "$mode: no named leak_site row: $(cat "$tmp/$mode.out")"
+		eq "$mode: leak_site" "$(flat inuse_space "$f" leak_site)" 40000
+		eq "$mode: cycle_site" "$(flat inuse_space "$f" cycle_site)" 8000
+		eq "$mode: last_site" "$(flat inuse_space "$f" last_site)" 9000
+	else
+		grep -Eq "^scan: 1[0-5] of .* the process $mode" "$tmp/$mode.out" ||
+			fail "$mode ($emu): the scan line: $(sed -n 2p "$tmp/$mode.out")"
+		grep -Eq ' +[0-9]+ +0%  leak_site prof_leaks\.c:[0-9]+ <- main' "$tmp/$mode.out" ||
+			fail "$mode ($emu): no named leak_site row: $(cat "$tmp/$mode.out")"
+		l=$(flat inuse_space "$f" leak_site) c=$(flat inuse_space "$f" cycle_site)
+		t=$(flat inuse_space "$f" last_site)
+		[ "${l:-0}" -ge 4000 ] && [ "${l:-0}" -le 40000 ] && [ "${c:-0}" -le 8000 ] &&
+			[ "${t:-0}" -le 9000 ] ||
+			fail "$mode ($emu): leak_site $l (want 4000..40000), cycle_site $c (<= 8000), last_site $t (<= 9000)"
+		echo "$mode ($emu): leak_site $l of 40000, cycle_site $c of 8000, last_site $t of 9000 (the emulator's memory is scanned too)"
+	fi
 	for site in cache_site inner_site packed_site chain_site stack_site; do
 		eq "$mode: $site" "$(flat inuse_space "$f" $site)" 0
 	done
@@ -56,7 +69,6 @@ exec 7>&-
 wait $pid
 eq "the program's status" $? 0
 eq "the program's output" "$(cat "$tmp/prog.out")" "done 1"
-fi
 
 # At exit (HEAP_PROFILE_LEAKS, the same scan in the process): the same
 # leaks in PREFIX.leaks.pb.gz and on stderr, the program's status kept; with
