@@ -14,7 +14,9 @@
 #          age of the outside read no younger and at most the seconds
 #          between the two dumps older — and the command comment, which
 #          the outside one extends with the pid and when it was read.
-# Both formats go through prof/'s writers (tools/heapalloc-profile).
+# Both formats go through prof/'s writers (tools/heapalloc-profile).  Under
+# qemu-user the program's own dump holds the emulator's view of its maps
+# and command line: what is compared there is said where it is.
 . "$top_srcdir/tests/ready.sh"
 . "$top_srcdir/tests/prof_lib.sh"
 H="$top_builddir/tools/heapalloc"
