@@ -1,10 +1,18 @@
 /* prof/frame_rules.c — the learned frame cache of the stack capture: the
  * shared rows (each IP's DWARF register-state row, from libunwind) and the
  * frame rules boiled down from them, in one process-wide table keyed by IP;
- * the walk over the rows, which learns the rules of the frames it meets;
- * and libunwind's fast trace for what neither describes.  stack.c decides
- * when each is used (its opening comment); the rule walk itself is inline
- * in prof/frame_rules.h.
+ * the walk over the rows, which learns the rules of the frames it meets
+ * and steps the few frames neither describes (a signal frame, the frame
+ * it interrupted, code without unwind info) without them.  stack.c
+ * decides when each is used (its opening comment); the rule walk itself
+ * is inline in prof/frame_rules.h.
+ *
+ * No walk here calls unw_step or unw_backtrace: libunwind 1.6 validates
+ * their reads through its pipe (unw_pipe.c).  The calls made
+ * (unw_init_local, unw_reg_states_iterate, unw_apply_reg_state, the
+ * register getters) read memory as the rows say, unvalidated, like the
+ * rule walk; a frame pointer followed where no row vouches for it is read
+ * through the kernel (read_pair).
  *
  * Never called with a profiler lock held (the row lookups may take the
  * dynamic loader's lock), and only inside stack.c's fork gate.  Never
@@ -20,14 +28,17 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <errno.h>
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "prof/prof.h"
 #include "prof/frame_rules.h"
-#include "prof/unit.h"   /* learned_at, for the unit test build */
+#include "prof/unit.h"   /* learned_at, uncached, for the unit test build */
 
 static unsigned long long rows_subs;    /* objects unloaded when rows began */
 
@@ -59,7 +70,7 @@ void ha_frame_rules_init(void)
  * always is: CFA = RSP or RBP + offset, the return address at CFA - 8, RBP
  * kept or saved at CFA + offset.  Every stack whose frames all have rules
  * is walked by rule_walk, a few loads a frame; any other goes through the
- * rows (which learn the rules of its frames) or libunwind's fast trace. */
+ * rows (which learn the rules of its frames). */
 #define NROWS 8192
 
 /* The registers a rule follows, in libunwind's and the kernel's names: the
@@ -103,11 +114,14 @@ int ha_frame_rows_valid(void)
 	return 0;
 }
 
-static inline const void *row_of(uintptr_t ip)
+/* ip's row, no_row (then *kind says why: RULE_NOINFO, no unwind info), or
+ * NULL when never met. */
+static inline const void *row_of(uintptr_t ip, int *kind)
 {
 	const struct slot *s = ha_frame_slot_at(ip);
 	if (!s)
 		return NULL;
+	*kind = s->rule.kind;
 	return s->rule.row == NO_ROW ? (const void *)no_row : (const void *)rows[s->rule.row];
 }
 
@@ -187,7 +201,7 @@ static void scratch_fill(void)
 	if (!scratch[0]) {
 		for (int i = 0; i < SCRATCH_WORDS; i++)
 			scratch[i] = (uintptr_t)&scratch[SCRATCH_WORDS / 2];
-		__atomic_store_n(&scratch_used, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&scratch_used, 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -267,7 +281,7 @@ static struct rule rule_of(unw_cursor_t *after, int a, uintptr_t sp, uintptr_t b
 	return r;
 }
 
-struct pick { uintptr_t pc; void *row; int found; };
+struct pick { uintptr_t pc, hi; void *row; int found; };
 
 static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_t hi)
 {
@@ -276,6 +290,7 @@ static int pick_row(void *token, void *rs, size_t size, unw_word_t lo, unw_word_
 		return 0;
 	if (size <= ROW_BYTES) {
 		memcpy(p->row, rs, size);
+		p->hi = (uintptr_t)hi;
 		p->found = 1;
 	}
 	return 1;                 /* stop iterating */
@@ -293,13 +308,27 @@ static int row_fits(int a, unw_cursor_t *after)
 		unw_get_reg(after, UNW_REG_SP, &cfa) == 0 && ra_ok(&ra, (uintptr_t)cfa));
 }
 
-/* The row of ip from its FDE into tmp (c: a cursor at the frame; iterating
- * moves the cursor's own state, so a copy is used).  1 if found. */
-static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp)
+/* The row at pc from its FDE into tmp (c: a cursor at the frame; iterating
+ * moves the cursor's own state, so a copy is used).  1 if found; *sig:
+ * the FDE is a signal frame's ('S', x86-64: libunwind reads no code for
+ * it). */
+static int fetch_row_at(const unw_cursor_t *c, uintptr_t pc, void *tmp, int *sig)
 {
 	unw_cursor_t probe = *c;
-	struct pick p = { ip - 1, tmp, 0 };
-	return unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
+	struct pick p = { pc, 0, tmp, 0 };
+	int ok = unw_reg_states_iterate(&probe, pick_row, &p) >= 0 && p.found;
+#if defined(__x86_64__)
+	*sig = ok && unw_is_signal_frame(&probe) > 0;
+#else
+	*sig = 0;
+#endif
+	return ok;
+}
+
+/* The row of a return address ip (looked up at ip - 1). */
+static int fetch_row(const unw_cursor_t *c, uintptr_t ip, void *tmp, int *sig)
+{
+	return fetch_row_at(c, ip - 1, tmp, sig);
 }
 
 /* Copy the table into the next size and publish that; under the writer
@@ -376,26 +405,33 @@ uint64_t ha_frame_memory(void)
 
 /* The row for the frame at *c (its IP is ip), from its FDE, kept in the
  * table when there is room and no other writer; tmp holds it otherwise.
- * *c moves to the caller's frame when the row applies (*a: the result of
- * that; -2 when not applied).
+ * *c moves to the caller's frame when the row fits (*a: the result of
+ * that; -2 when not, *c as it was).
  * Only a call's frame gets a row: its caller's IP is stored at CFA - 8 and
  * is looked up at IP - 1.  A signal frame (the kernel's trampoline) keeps
  * the IP elsewhere, and the frame it interrupted must be looked up at its
- * exact IP, so no_row sends such stacks to the fast trace. */
-static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
+ * exact IP, so a signal frame gets no_row and is stepped without the table
+ * every time; so is a frame without unwind info.  Either's slot says
+ * which (*kind: RULE_SIGNAL, RULE_NOINFO), for ha_frame_step_other. */
+static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a, int *kind)
 {
 	const void *row = no_row;
 	unw_word_t sp = 0, bp = 0;
+	int sig, found = fetch_row(c, ip, tmp, &sig);
 	*a = -2;
-	if (fetch_row(c, ip, tmp) && unw_get_reg(c, UNW_REG_SP, &sp) == 0 &&
-	    unw_get_reg(c, UNW_FP, &bp) == 0) {
-		*a = unw_apply_reg_state(c, tmp);
-		if (row_fits(*a, c))
+	*kind = !found ? RULE_NOINFO : sig ? RULE_SIGNAL : RULE_NONE;
+	if (found && unw_get_reg(c, UNW_REG_SP, &sp) == 0 && unw_get_reg(c, UNW_FP, &bp) == 0) {
+		unw_cursor_t after = *c;
+		int r = unw_apply_reg_state(&after, tmp);
+		if (row_fits(r, &after)) {
 			row = tmp;
+			*a = r;
+			*c = after;
+		}
 	}
 	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return row;
-	struct rule rule = { 0, 0, RULE_NONE, -1, NO_ROW };
+	struct rule rule = { 0, 0, (uint8_t)*kind, -1, NO_ROW };
 	if (row != no_row)
 		rule = rule_of(c, *a, (uintptr_t)sp, (uintptr_t)bp, ip, row);
 	row = keep(ip, row, rule);
@@ -405,33 +441,52 @@ static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a)
 
 HA_TESTABLE unsigned learned_at;  /* frames learned by learn_at (prof/unit.h) */
 
-/* Learn the frame at ip (a return address) whose RSP and RBP are sp and bp,
- * as the rule walk found them, on a made-up context whose other registers
- * point into scratch.  Kept only when its rule needs no other register
- * (RULE_SP, RULE_BP, RULE_END).  1: ip has a slot now, the rule walk goes
- * on; 0: the caller walks the real registers through the rows instead,
- * which learn the frame there.  So a stack with a few new frames is
- * learned without replaying the rows of all the others. */
-int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+/* Learn the frame at ip whose RSP and RBP are sp and bp, as the rule walk
+ * found them, on a made-up context whose other registers point into
+ * scratch (exact: a frame a signal interrupted, looked up at ip itself and
+ * kept under ip | HA_EXACT_IP).  Kept only when its rule needs no other
+ * register (RULE_SP, RULE_BP, RULE_END), or as RULE_NOINFO, RULE_SIGNAL.
+ * 1: the slot is there now, the rule walk goes on; 0: the caller walks the
+ * real registers through the rows instead, which learn the frame there.
+ * So a stack with a few new frames is learned without replaying the rows
+ * of all the others. */
+static int learn_made_up(uintptr_t ip, uintptr_t sp, uintptr_t bp, int exact)
 {
+	uintptr_t key = exact ? ip | HA_EXACT_IP : ip;
+	ha_unw_start();
 	if (table_full() || __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
 		return 0;
 	unw_context_t uc;
 	unw_cursor_t c;
 	unsigned char row[ROW_BYTES] __attribute__((aligned(16)));
 	uintptr_t home;
+	int sig;
 	scratch_fill();
 	made_up(&uc, ip, sp, bp, &home);
-	if (!ha_frame_slot_at(ip) && unw_init_local(&c, &uc) >= 0 && fetch_row(&c, ip, row)) {
-		int a = unw_apply_reg_state(&c, row);
-		if (row_fits(a, &c)) {
-			struct rule got = rule_of(&c, a, sp, bp, ip, row);
-			if (got.kind != RULE_NONE && keep(ip, row, got) != row)
-				learned_at++;
+	if (!ha_frame_slot_at(key) &&
+	    unw_init_local2(&c, &uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) >= 0) {
+		struct rule none = { 0, 0, RULE_NOINFO, -1, NO_ROW };
+		if (!fetch_row_at(&c, exact ? ip : ip - 1, row, &sig)) {
+			keep(key, no_row, none);
+		} else if (sig && !exact) {
+			none.kind = RULE_SIGNAL;
+			keep(key, no_row, none);
+		} else {
+			int a = unw_apply_reg_state(&c, row);
+			if (row_fits(a, &c)) {
+				struct rule got = rule_of(&c, a, sp, bp, ip, row);
+				if (got.kind != RULE_NONE && keep(key, exact ? no_row : row, got) != row)
+					learned_at++;
+			}
 		}
 	}
 	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
-	return ha_frame_slot_at(ip) != NULL;
+	return ha_frame_slot_at(key) != NULL;
+}
+
+int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	return learn_made_up(ip, sp, bp, 0);
 }
 
 /* Entries of tmp from the one equal to first (the hook's return address)
@@ -449,64 +504,210 @@ static int from_first(void **buf, int size, void *const *tmp, int n, void *first
 	return n > 0 ? n : 0;
 }
 
-/* libunwind's fast trace for a stack the rows cannot walk; -1 while it may
- * not run (its validation pipe is not its own: unw_pipe.c). */
-__attribute__((noinline)) int ha_frame_fast_trace(void **buf, int size, void *first)
+/* scratch filled for made_up's registers: once, under the writer flag; 0
+ * while another thread holds the flag that first time. */
+static int scratch_ready(void)
 {
-	void *tmp[HA_STACK_RAW + 4];
-	int probe[2];
-	if (!ha_unw_trace_begin(probe))
-		return -1;
-	int n = unw_backtrace(tmp, size + 4);
-	ha_unw_trace_end(probe);
-	ha_trace_norm(tmp, n);
-	return from_first(buf, size, tmp, n, first);
+	if (__atomic_load_n(&scratch_used, __ATOMIC_ACQUIRE))
+		return 1;
+	if (__atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	scratch_fill();
+	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
+	return 1;
 }
 
-/* The fast trace, or when it may not run the n frames walked so far. */
-static inline __attribute__((always_inline)) int fast_or_walked(void **buf, int size, void *first,
-								void *const *tmp, int n)
+/* The two words at at, read by the kernel, which fails where nothing
+ * readable is mapped instead of faulting: the only reads of a walk that no
+ * unwind info vouches for.  No descriptor, unlike libunwind's validation. */
+static int read_pair(uintptr_t at, uintptr_t w[2])
 {
-	int m = ha_frame_fast_trace(buf, size, first);
-	return m >= 0 ? m : from_first(buf, size, tmp, n, first);
+	int e = errno;
+	struct iovec here = { w, 2 * sizeof *w }, there = { (void *)at, 2 * sizeof *w };
+	ssize_t got = process_vm_readv(getpid(), &here, 1, &there, 1, 0);
+	errno = e;
+	return got == (ssize_t)(2 * sizeof *w);
 }
 
-/* The walk over the shared rows, from the frame of this function.  Ends
- * like unw_step: undefined return address or RBP, or a bad frame. */
+/* The caller of a frame without unwind info whose RSP and RBP are sp and
+ * bp, as compilers keep a frame pointer: the caller's RBP at bp, the
+ * return address in the word above, the caller's RSP above both.  bp lies
+ * at or above sp, within 64 MiB (as the rule walk's CFA) and aligned, and
+ * its words are read through the kernel unless on the 4 KiB page already
+ * read so in this walk (*ok_page).  x86-64 only: aarch64's frame record
+ * sits at the bottom of its frame, so the caller's SP is not known there
+ * (the walk ends at such a frame, as libunwind's x30 guess did). */
+static int fp_caller(uintptr_t sp, uintptr_t bp, uintptr_t *ok_page, uintptr_t w[2])
+{
+	uintptr_t page = bp & ~(uintptr_t)4095;
+#if !defined(__x86_64__)
+	return 0;
+#endif
+	if (bp < sp || bp - sp >= ((uintptr_t)1 << 26) || bp % sizeof(void *))
+		return 0;
+	if (page == *ok_page && ((bp + 2 * sizeof(void *) - 1) & ~(uintptr_t)4095) == page) {
+		w[0] = ((const uintptr_t *)bp)[0];
+		w[1] = ((const uintptr_t *)bp)[1];
+	} else if (read_pair(bp, w)) {
+		*ok_page = page;
+	} else {
+		return 0;
+	}
+	return w[1] >= 0x4000;
+}
+
+/* A frame without unwind info, stepped by its frame pointer: the cursor
+ * starts again at the caller, on a made-up context (other registers
+ * pointing into scratch).  1: *ip is the caller's; 0: the end. */
+static int step_by_fp(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, uintptr_t *ok_page)
+{
+	unw_word_t sp, bp;
+	uintptr_t w[2], home;
+	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0 || unw_get_reg(c, UNW_FP, &bp) < 0 ||
+	    !fp_caller(sp, bp, ok_page, w) || !scratch_ready())
+		return 0;
+	made_up(uc, w[1], bp + 2 * sizeof(void *), w[0], &home);
+	if (unw_init_local(c, uc) < 0)
+		return 0;
+	*ip = w[1];
+	return 1;
+}
+
+#ifdef HA_TESTING
+HA_TESTABLE unsigned signal_steps;   /* signal frames stepped here (prof/unit.h) */
+#endif
+
+int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page)
+{
+	const struct slot *s = ha_frame_slot_at(w->ip);
+	uintptr_t word[2];
+	if (!s || w->n >= size)
+		return 0;
+	if (s->rule.kind == RULE_NOINFO) {
+		if (!fp_caller(w->sp, w->bp, ok_page, word))
+			return 0;
+		buf[w->n++] = (void *)w->ip;
+		w->sp = w->bp + 2 * sizeof(void *);
+		w->ip = word[1];
+		w->bp = word[0];
+		return 1;
+	}
+#if defined(__x86_64__)
+	if (s->rule.kind == RULE_SIGNAL) {
+		/* the handler returned into the trampoline with RSP at the
+		 * kernel's ucontext (glibc's __restore_rt: CFA = [RSP + 160]) */
+		const greg_t *g = ((const ucontext_t *)w->sp)->uc_mcontext.gregs;
+		uintptr_t ip = (uintptr_t)g[REG_RIP], sp = (uintptr_t)g[REG_RSP];
+		uintptr_t bp = (uintptr_t)g[REG_RBP];
+		const struct slot *x = ha_frame_slot_at(ip | HA_EXACT_IP);
+		if (ip < 0x4000 || w->n + 2 > size ||
+		    (!x && !(learn_made_up(ip, sp, bp, 1) && (x = ha_frame_slot_at(ip | HA_EXACT_IP)))))
+			return 0;
+		struct rule r = x->rule;
+		uintptr_t cfa = (r.kind == RULE_BP ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
+		if ((r.kind != RULE_SP && r.kind != RULE_BP) || cfa - sp - 1 >= ((uintptr_t)1 << 26))
+			return 0;
+#ifdef HA_TESTING
+		signal_steps++;
+#endif
+		buf[w->n++] = (void *)w->ip;      /* the trampoline */
+		buf[w->n++] = (void *)ip;         /* the frame it interrupted */
+		w->bp = r.rbp_off ? *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off) : bp;
+		w->ip = *(const uintptr_t *)(cfa - 8);
+		w->sp = cfa;
+		return w->ip >= 0x4000 ? 1 : 2;
+	}
+#endif
+	return 0;
+}
+
+/* After a row was applied to *c: the caller's IP into *ip, or 0 at the
+ * end (as unw_step: no return address, RBP undefined, IP in the first
+ * pages). */
+static int caller_ip(unw_cursor_t *c, int a, uintptr_t *ip)
+{
+	unw_save_loc_t fp;
+	unw_word_t w;
+	if (a <= 0 || unw_get_save_loc(c, UNW_FP, &fp) < 0 || fp.type == UNW_SLT_NONE ||
+	    unw_get_reg(c, UNW_REG_IP, &w) < 0 || w < 0x4000)
+		return 0;
+	*ip = (uintptr_t)w;
+	return 1;
+}
+
+/* The frame at *c (IP *ip) stepped without the table, nothing kept.  Its
+ * row is fetched on the cursor itself, so that libunwind's cursor knows
+ * whether the next frame is looked up at its exact IP (*exact: after a
+ * signal frame, whose row gives the interrupted frame's registers from the
+ * kernel's record) or at IP - 1.  No unwind info (noinfo: known already):
+ * its frame pointer.  1: *c at the caller; 0: the end. */
+#ifdef HA_TESTING
+HA_TESTABLE unsigned uncached;    /* frames stepped here (prof/unit.h) */
+#endif
+
+static int step_uncached(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, int *exact, void *tmp,
+			 int noinfo, uintptr_t *ok_page)
+{
+#ifdef HA_TESTING
+	uncached++;
+#endif
+	if (!noinfo) {
+		struct pick p = { *ip - (*exact ? 0 : 1), 0, tmp, 0 };
+		if (unw_reg_states_iterate(c, pick_row, &p) >= 0 && p.found) {
+			/* aarch64 reads the instruction at IP: within the row's
+			 * range, or the page IP is on */
+			int sig = !*exact && ((*ip & 4095) <= 4096 - 16 || p.hi >= *ip + 16) &&
+				  unw_is_signal_frame(c) > 0;
+			int a = unw_apply_reg_state(c, tmp);
+			if ((!sig && !row_fits(a, c)) || !caller_ip(c, a, ip))
+				return 0;
+			*exact = sig;
+			return 1;
+		}
+	}
+	*exact = 0;
+	return step_by_fp(c, uc, ip, ok_page);
+}
+
+/* The walk over the shared rows, from the frame of this function; frames
+ * the table does not describe (signal frames, the frame after one, no
+ * unwind info, or every frame once an object was unloaded or the table is
+ * full) are stepped without it.  Ends like unw_step: undefined return
+ * address or RBP, or a bad frame. */
 __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void *first)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
-	unw_word_t ip;
+	unw_word_t w;
 	unsigned char row_tmp[ROW_BYTES] __attribute__((aligned(16)));
 	void *tmp[HA_STACK_RAW + 4];
-	int n = 0;
+	int n = 0, exact = 0;
+	uintptr_t ok_page = 0;
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
-	if (!ha_frame_rows_valid())
-		return fast_or_walked(buf, size, first, tmp, 0);
+	ha_unw_start();
+	int cached = ha_frame_rows_valid();
 	unw_getcontext(&uc);
-	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
-		return fast_or_walked(buf, size, first, tmp, 0);
+	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &w) < 0)
+		return 0;
+	uintptr_t ip = (uintptr_t)w;
 	while (n < size + 4) {
-		const void *row = row_of((uintptr_t)ip);
-		int a = -2;
-		if (!row) {
-			if (table_full())
-				return fast_or_walked(buf, size, first, tmp, n);
-			row = learn_row(&c, (uintptr_t)ip, row_tmp, &a);
+		const void *row = NULL;
+		int a = -2, kind = RULE_NONE;
+		if (cached && !exact) {
+			row = row_of(ip, &kind);
+			if (!row && !table_full())
+				row = learn_row(&c, ip, row_tmp, &a, &kind);
 		}
-		if (row == no_row)
-			return fast_or_walked(buf, size, first, tmp, n);
-		if (a == -2)
-			a = unw_apply_reg_state(&c, (void *)row);
-		if (a <= 0)
-			break;
-		unw_save_loc_t rbp;
-		if (unw_get_save_loc(&c, UNW_FP, &rbp) < 0 || rbp.type == UNW_SLT_NONE)
-			break;
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip < 0x4000)
-			break;
+		if (!row || row == no_row) {
+			if (!step_uncached(&c, &uc, &ip, &exact, row_tmp, kind == RULE_NOINFO, &ok_page))
+				break;
+		} else {
+			if (a == -2)
+				a = unw_apply_reg_state(&c, (void *)row);
+			if (!caller_ip(&c, a, &ip))
+				break;
+		}
 		tmp[n++] = (void *)ip;
 	}
 	return from_first(buf, size, tmp, n, first);

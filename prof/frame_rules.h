@@ -23,7 +23,14 @@
 #define PROBES 16
 #define NO_ROW 0xffffu
 
-enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
+/* RULE_NOINFO: no unwind info at all (stepped by its frame pointer);
+ * RULE_SIGNAL: the kernel's signal trampoline (x86-64: the interrupted
+ * registers in the ucontext at RSP).  The rule walk stops at both, as at
+ * RULE_NONE, and ha_frame_step_other steps them. */
+enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END, RULE_NOINFO, RULE_SIGNAL };
+/* The slot of a frame interrupted by a signal is keyed by its exact IP
+ * with this bit set (a return address's is looked up at IP - 1). */
+#define HA_EXACT_IP ((uintptr_t)1 << 63)
 /* One IP's rule: CFA = (SP or the frame pointer, by kind) + cfa_off, the
  * return address at CFA + 8 * ra_w, the frame pointer saved at CFA +
  * rbp_off (rbp_off <= -8) or kept (0); row: the index of its DWARF row in
@@ -131,7 +138,8 @@ static inline __attribute__((always_inline)) void memo_read(struct walk_memo *m,
 
 /* The walk by rules, from w on: WALK_DONE (w->n frames), or WALK_UNKNOWN
  * at a frame never met (w stands at it: learn it and walk on), or
- * WALK_NO_RULE when a frame has no rule (the caller takes the rows).  rec
+ * WALK_NO_RULE when a frame has no rule or its CFA is out of reach (w
+ * stands at it too: ha_frame_step_other, else the rows).  rec
  * (a constant NULL but in stack.c): note the words read, for a walk from
  * w's start (w->n == 0). */
 static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w,
@@ -180,12 +188,18 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 			cfa = sp + (uintptr_t)(intptr_t)r.cfa_off;
 		else if (r.kind == RULE_END)
 			break;
-		else
-			return WALK_NO_RULE;
+		else {
+			n--;
+			st = WALK_NO_RULE;
+			break;
+		}
 		/* not above this frame, or 64 MiB away: not a frame of this
-		 * stack, ask libunwind */
-		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
-			return WALK_NO_RULE;
+		 * stack, ask the rows */
+		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26))) {
+			n--;
+			st = WALK_NO_RULE;
+			break;
+		}
 		if (r.rbp_off) {
 			pend_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
 			bp = *(const uintptr_t *)pend_at;
@@ -243,19 +257,27 @@ HA_HIDDEN int ha_frame_rows_valid(void);
 /* Learn the frame at ip whose RSP and RBP are sp and bp (inside the gate):
  * 1, ip has a slot now. */
 HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
+/* Step the frame w stands at, which the rule walk stopped at (WALK_NO_RULE):
+ * a frame without unwind info by its frame pointer, a signal frame and the
+ * frame it interrupted (x86-64) by the kernel's record and the exact IP's
+ * rule: 1, w stands at the next frame; 2, the stack ended there (inside
+ * the gate).  0: neither, the rows walk instead.  *ok_page: the page last
+ * read through the kernel in this walk (0 at its start). */
+HA_HIDDEN int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page);
 /* The walk over the shared rows from the caller's frame (inside the gate);
  * first: the hook's return address. */
 HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
-/* libunwind's fast trace, from first on; -1 while its pipe is not its own. */
-HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
 
 /* ---- unw_pipe.c ---------------------------------------------------------- */
-/* Run libunwind's one-time set-up (its constructor, else ha_stack_init),
- * its validation pipe left closed or noted. */
-HA_HIDDEN void ha_unw_start(void);
-/* Around such a call: begin 0 means do not make it; end notes the pipe
- * the call may have opened (probe: begin's two lowest free numbers). */
-HA_HIDDEN int ha_unw_trace_begin(int probe[2]);
-HA_HIDDEN void ha_unw_trace_end(const int probe[2]);
+/* libunwind's one-time set-up, its validation pipe refused (unw_pipe.c):
+ * before any call into libunwind. */
+#define HA_UNW_READY 2
+extern HA_HIDDEN int ha_unw_state;
+HA_HIDDEN void ha_unw_start_slow(void);
+static inline void ha_unw_start(void)
+{
+	if (HA_UNLIKELY(__atomic_load_n(&ha_unw_state, __ATOMIC_ACQUIRE) != HA_UNW_READY))
+		ha_unw_start_slow();
+}
 
 #endif

@@ -9,7 +9,7 @@
  * ha_stack_calibrate() instead learns the exact functions on every
  * allocation path by probing each entry point once.
  *
- * Three unwinders, tried in this order:
+ * Two unwinders, tried in this order:
  *   - the frame rules (frame_rules.c): one process-wide table keyed by IP
  *     (a return address) of what each call frame is on x86-64 (CFA = RSP or
  *     RBP + offset, return address at CFA - 8, RBP kept or saved at CFA + k),
@@ -20,25 +20,24 @@
  *     each IP, filled through libunwind's API (unw_reg_states_iterate) the
  *     first time any thread meets an IP and replayed with
  *     unw_apply_reg_state (about 2 us a stack).  Walking a stack this way
- *     learns the rules of its frames, each derived from its row.
- *   - libunwind's x86_64 fast trace (unw_backtrace), for a frame the rows
- *     cannot describe (a signal frame, no unwind info) or a full table.
- *     Its frame cache is per thread: a thread's first call maps and fills
- *     a fresh 256 KiB table (64 page faults), which the two above spare.
+ *     learns the rules of its frames, each derived from its row; the few
+ *     frames the table cannot describe (a signal frame and the frame it
+ *     interrupted, code without unwind info) are stepped there without it.
  * Rows and rules are never taken back, so once any object has been
  * unloaded (dlclose: other code may come to the same addresses) neither is
- * used any more.
+ * used any more: every frame is then looked up afresh.  libunwind's own
+ * walks (unw_step, unw_backtrace) are never called: they validate through
+ * a pipe (unw_pipe.c).
  * The table of rows and rules and their learning are frame_rules.c's;
  * this file owns the ranges of our own text, the static-link probe, the
  * gate a fork waits at, and the order the three are tried in.
  *
- * unw_set_caching_policy() picks only the DWARF cache behind the fast
- * trace's misses; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
+ * unw_set_caching_policy() (unw_pipe.c) picks only the DWARF cache behind
+ * unw_step; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
  * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD, so
  * there the call only runs libunwind's one-time set-up (~32,000
  * instructions, its register-state cache cleared), which the first
- * unw_init_local of the frame learning would run anyway (measured: leaving
- * the call out saves 3,600 instructions of a session's start, no more).
+ * unw_init_local of the frame learning would run anyway.
  *
  * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
  * ha_stack_trim; every walk starts at the hook's frame, so no frame of
@@ -80,6 +79,8 @@ static HA_TLS int in_frame;       /* inside ha_stack_calibrate_frame */
 static uintptr_t probe_lo, probe_hi;
 
 static int stack_unwind(void **buf, int size);
+static void gate_enter(void);
+static void gate_leave(void);
 
 static void add_range(uintptr_t lo, uintptr_t hi)
 {
@@ -97,6 +98,7 @@ static void add_range(uintptr_t lo, uintptr_t hi)
 static int function_range(uintptr_t ip, uintptr_t *lo, uintptr_t *hi)
 {
 	unw_proc_info_t pi;
+	ha_unw_start();
 	if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)ip, &pi, NULL) != 0 ||
 	    pi.end_ip <= pi.start_ip)
 		return 0;
@@ -166,7 +168,6 @@ void ha_stack_init(void)
 	if (stack_ready)
 		return;
 	uintptr_t main_bias = 0, self[3] = { (uintptr_t)&ha_stack_init, 0, 0 };
-	ha_unw_start();   /* before any libunwind call: its set-up, its pipe noted */
 	dl_iterate_phdr(first_object, &main_bias);
 	dl_iterate_phdr(find_by_addr, self);
 	nranges = 0;
@@ -175,15 +176,14 @@ void ha_stack_init(void)
 	else
 		static_mode = 1;      /* our text is the program's: see calibrate */
 	if (static_mode) {            /* frames of the unwinder's own, if any */
-		const void *own[] = { (const void *)stack_unwind, (const void *)ha_frame_shared_unwind,
-				      (const void *)ha_frame_fast_trace };
-		for (int i = 0; i < 3; i++) {
+		const void *own[] = { (const void *)stack_unwind, (const void *)ha_frame_shared_unwind };
+		for (int i = 0; i < 2; i++) {
 			uintptr_t lo, hi;
 			if (function_range((uintptr_t)own[i], &lo, &hi))
 				add_range(lo, hi);
 		}
 	}
-	add_object_of((const void *)&unw_backtrace);
+	add_object_of((const void *)&unw_apply_reg_state);   /* libunwind's text */
 	ha_frame_rules_init();
 	stack_ready = 1;
 }
@@ -213,19 +213,17 @@ int ha_stack_calibrating_now(void)
 
 void ha_stack_calibrate_frame(void)
 {
-	void *raw[64];
-	int probe[2];
-	if (!ha_unw_trace_begin(probe))
-		return;
-	/* what libunwind allocates or maps in the trace and the lookups is
+	void *raw[HA_STACK_RAW];
+	/* what libunwind allocates or maps in the walk and the lookups is
 	 * its own, never a sample (aarch64's searches .debug_frame, reading
 	 * /proc/self/maps into a fresh mapping: counted, it would calibrate
 	 * again, and again) */
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	in_frame = 1;
-	int n = unw_backtrace(raw, 64);
-	ha_unw_trace_end(probe);
+	gate_enter();
+	int n = ha_frame_shared_unwind(raw, HA_STACK_RAW, NULL);
+	gate_leave();
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
 		if (pc >= probe_lo && pc < probe_hi)
@@ -414,7 +412,7 @@ static int stack_unwind(void **buf, int size)
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
 	/* an unload is looked for every RECHECK stacks a thread walks (it
-	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
+	 * costs a dl_iterate_phdr) */
 	if (HA_LIKELY(!__atomic_load_n(&ha_frame_rows_off, __ATOMIC_RELAXED)) &&
 	    (HA_LIKELY(walks++ % RECHECK) || rows_valid_gated())) {
 		int n = replay(buf, size, fp, sp);
@@ -433,14 +431,19 @@ static int stack_unwind(void **buf, int size)
 		trimmed.valid = 0;
 		if (HA_LIKELY(st == WALK_DONE))
 			return w.n;
+		/* a frame never met is learned; one without unwind info, a
+		 * signal frame and the frame it interrupted are stepped
+		 * (frame_rules.c); the rule walk goes on from there */
+		uintptr_t ok_page = 0;
 		for (;;) {
-			if (st == WALK_NO_RULE)
-				break;
 			gate_enter();
-			int on = ha_frame_learn_at(w.ip, w.sp, w.bp);
+			int on = st == WALK_NO_RULE ? ha_frame_step_other(buf, size, &w, &ok_page)
+						    : ha_frame_learn_at(w.ip, w.sp, w.bp);
 			gate_leave();
 			if (!on)
 				break;
+			if (on == 2)
+				return w.n;
 			st = rule_walk(buf, size, &w, NULL);
 			if (HA_LIKELY(st == WALK_DONE))
 				return w.n;
