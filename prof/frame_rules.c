@@ -11,16 +11,19 @@
  * their reads through its pipe (unw_pipe.c).  The calls made
  * (unw_init_local, unw_reg_states_iterate, unw_apply_reg_state, the
  * register getters) read memory as the rows say, unvalidated, like the
- * rule walk; a frame pointer followed where no row vouches for it is read
- * through the kernel (read_pair).
+ * rule walk; a frame pointer followed where no row vouches for it, and
+ * the instructions at a return address looked at for aarch64's signal
+ * trampoline, are read through the kernel (read_checked).
  *
  * Never called with a profiler lock held (the row lookups may take the
  * dynamic loader's lock), and only inside stack.c's fork gate.  Never
  * allocates: the table, the rows and the scratch stack are static.  The
  * table is read without a lock; one writer at a time adds to it (a busy
  * writer flag means the row is used once and not kept), so no thread ever
- * waits on another.  Rows and rules are never taken back; once an object
- * has been unloaded (ha_frame_rows_off) neither is used any more.
+ * waits on another.  Rows are never taken back; a rule learned from an
+ * object since unloaded is set RULE_GONE and learned again when met
+ * (ha_frame_check_unloads), so the frames of the objects still loaded
+ * keep theirs.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,27 +35,17 @@
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "prof/prof.h"
 #include "prof/frame_rules.h"
 #include "prof/unit.h"   /* learned_at, uncached, for the unit test build */
-
-static unsigned long long rows_subs;    /* objects unloaded when rows began */
-
-static int read_subs(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-		*(unsigned long long *)arg = info->dlpi_subs;
-	return 1;
-}
-
-void ha_frame_rules_init(void)
-{
-	dl_iterate_phdr(read_subs, &rows_subs);
-}
 
 /* The table (ha_frame_tab): open addressing on the IP (a return address,
  * looked up at IP - 1 as unw_step does), at most PROBES apart, filled at
@@ -99,30 +92,177 @@ static unsigned char rows[NROWS][ROW_BYTES] __attribute__((aligned(16)));
 static unsigned rows_used, slots_used;
 static int writer;                /* 1 while a thread adds a row */
 static const unsigned char no_row[1];
-int ha_frame_rows_off;            /* an object was unloaded since */
 
-/* Whether the rows may still be used: no object unloaded since they began. */
-int ha_frame_rows_valid(void)
-{
-	unsigned long long subs = ~0ull;
-	if (__atomic_load_n(&ha_frame_rows_off, __ATOMIC_RELAXED))
-		return 0;
-	dl_iterate_phdr(read_subs, &subs);
-	if (subs == __atomic_load_n(&rows_subs, __ATOMIC_RELAXED))
-		return 1;
-	__atomic_store_n(&ha_frame_rows_off, 1, __ATOMIC_RELAXED);
-	return 0;
-}
-
-/* ip's row, no_row (then *kind says why: RULE_NOINFO, no unwind info), or
- * NULL when never met. */
+/* ip's row, no_row (then *kind says why: RULE_NOINFO, no unwind info;
+ * RULE_SIGNAL), or NULL when never met or to be learned again. */
 static inline const void *row_of(uintptr_t ip, int *kind)
 {
 	const struct slot *s = ha_frame_slot_at(ip);
 	if (!s)
 		return NULL;
-	*kind = s->rule.kind;
-	return s->rule.row == NO_ROW ? (const void *)no_row : (const void *)rows[s->rule.row];
+	union { uint64_t w; struct rule r; } u = { __atomic_load_n(&s->word, __ATOMIC_ACQUIRE) };
+	if (u.r.kind == RULE_GONE)
+		return NULL;
+	*kind = u.r.kind;
+	return u.r.row == NO_ROW ? (const void *)no_row : (const void *)rows[u.r.row];
+}
+
+/* A slot's rule replaced in place (a slot set RULE_GONE, or learned again):
+ * one word, after the row it names (release, row_of's acquire). */
+static void slot_set_rule(struct slot *s, struct rule r)
+{
+	union { struct rule r; uint64_t w; } u = { r };
+	__atomic_store_n(&s->word, u.w, __ATOMIC_RELEASE);
+}
+
+/* Whether a slot is there for ip and holds a rule (not RULE_GONE). */
+static int learned(uintptr_t ip)
+{
+	const struct slot *s = ha_frame_slot_at(ip);
+	return s && slot_rule(s).kind != RULE_GONE;
+}
+
+/* ---- unloads -------------------------------------------------------------
+ * A rule is learned from the code at its IP; once an object is unloaded,
+ * other code may come to its addresses.  The executable segments of the
+ * loaded objects are noted (segs, sorted) each time dl_iterate_phdr's adds
+ * or subs count moved; after an unload a slot keeps its rule only when its
+ * IP lies in a segment noted both last time and now (same range, same file
+ * name), every other one is set RULE_GONE and learned again when met.  So
+ * the frames of the objects still loaded, and of a library loaded again at
+ * its old place, stay learned.  Under the writer flag. */
+#define MAX_SEGS 1024
+struct seg { uintptr_t lo, hi; uint64_t name; };
+static struct seg segs[2][MAX_SEGS], kept[MAX_SEGS];
+static int nsegs[2], cur_segs;    /* segs[cur_segs]: the last note */
+static unsigned long long seen_adds, seen_subs;
+unsigned ha_frame_gen;
+
+struct note { struct seg *out; int n; };   /* n > MAX_SEGS: too many */
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;       /* FNV-1a */
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int note_seg(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct note *nt = arg;
+	uint64_t h = name_hash(info->dlpi_name);
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (nt->n >= MAX_SEGS) {
+			nt->n = MAX_SEGS + 1;
+			return 1;
+		}
+		uintptr_t lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+		nt->out[nt->n++] = (struct seg){ lo, lo + (uintptr_t)ph->p_memsz, h };
+	}
+	return 0;
+}
+
+static void note_segs(int into)
+{
+	struct note nt = { segs[into], 0 };
+	dl_iterate_phdr(note_seg, &nt);
+	struct seg *a = segs[into];
+	for (int i = 1; i < nt.n && nt.n <= MAX_SEGS; i++) {   /* few, nearly sorted */
+		struct seg x = a[i];
+		int j = i;
+		for (; j > 0 && a[j - 1].lo > x.lo; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
+	nsegs[into] = nt.n;
+}
+
+static int read_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		c[0] = info->dlpi_adds;
+		c[1] = info->dlpi_subs;
+	}
+	return 1;
+}
+
+void ha_frame_rules_init(void)
+{
+	unsigned long long c[2] = { 0, 0 };
+	dl_iterate_phdr(read_counts, c);
+	note_segs(0);
+	cur_segs = 0;
+	seen_adds = c[0];
+	seen_subs = c[1];
+}
+
+/* Whether pc lies in one of the n sorted segments k. */
+static int in_segs(const struct seg *k, int n, uintptr_t pc)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (k[mid].hi <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && k[lo].lo <= pc;
+}
+
+/* Set RULE_GONE every slot whose IP is not in a segment both notes hold
+ * (a too long note holds none). */
+static void forget_unloaded(const struct seg *was, int nwas, const struct seg *now, int nnow)
+{
+	int nk = 0;
+	for (int i = 0, j = 0; i < nnow && nnow <= MAX_SEGS && nwas <= MAX_SEGS; i++) {
+		while (j < nwas && was[j].lo < now[i].lo)
+			j++;
+		for (int k = j; k < nwas && was[k].lo == now[i].lo; k++)
+			if (was[k].hi == now[i].hi && was[k].name == now[i].name) {
+				kept[nk++] = now[i];
+				break;
+			}
+	}
+	const struct frame_tab *t = ha_frame_tab;
+	for (unsigned i = 0; i <= t->mask; i++) {
+		struct slot *sl = &t->slots[i];
+		uintptr_t ip = sl->ip;
+		struct rule r = slot_rule(sl);
+		if (!ip || r.kind == RULE_GONE)
+			continue;
+		/* a return address is looked up at ip - 1 */
+		uintptr_t pc = ip & HA_EXACT_IP ? ip & ~HA_EXACT_IP : ip - 1;
+		if (!in_segs(kept, nk, pc)) {
+			r.kind = RULE_GONE;
+			slot_set_rule(sl, r);
+		}
+	}
+	__atomic_fetch_add(&ha_frame_gen, 1, __ATOMIC_RELEASE);
+}
+
+void ha_frame_check_unloads(void)
+{
+	unsigned long long c[2] = { 0, 0 };
+	dl_iterate_phdr(read_counts, c);
+	if ((c[0] == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
+	     c[1] == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED)) ||
+	    __atomic_exchange_n(&writer, 1, __ATOMIC_ACQUIRE))
+		return;                   /* no change, or busy: the next check */
+	int nw = cur_segs ^ 1;
+	note_segs(nw);
+	if (c[1] != seen_subs)
+		forget_unloaded(segs[cur_segs], nsegs[cur_segs], segs[nw], nsegs[nw]);
+	cur_segs = nw;
+	__atomic_store_n(&seen_adds, c[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&seen_subs, c[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
 }
 
 /* No room for another rule: the last size half full, or every row used. */
@@ -166,7 +306,8 @@ static void made_up(unw_context_t *uc, uintptr_t ip, uintptr_t sp, uintptr_t bp,
 /* Whether ra, the return address's location in a frame whose CFA is cfa,
  * is in the frame: x86-64's call pushes it at CFA - 8; aarch64 saves x30
  * in its frame, at the bottom of it (GCC puts the frame record below the
- * locals), within 32 KiB of the CFA. */
+ * locals), within the 64 MiB the rule walk allows a frame (a frame of
+ * 100 KB keeps its row; rule_of keeps a rule only within 32 KiB). */
 static int ra_ok(const unw_save_loc_t *ra, uintptr_t cfa)
 {
 	if (ra->type != UNW_SLT_MEMORY)
@@ -175,7 +316,7 @@ static int ra_ok(const unw_save_loc_t *ra, uintptr_t cfa)
 	return ra->u.addr == cfa - 8;
 #else
 	uintptr_t d = cfa - (uintptr_t)ra->u.addr;
-	return d >= 8 && d <= 32768 && d % 8 == 0;
+	return d >= 8 && d < ((uintptr_t)1 << 26) && d % 8 == 0;
 #endif
 }
 
@@ -368,9 +509,11 @@ static const void *keep(uintptr_t ip, const void *row, struct rule rule)
 	unsigned s = ha_frame_slot_of(t, ip);
 	for (int i = 0; i < PROBES && slots_used < (t->mask + 1) / 2; i++, s = (s + 1) & t->mask) {
 		struct slot *sl = &t->slots[s];
-		if (sl->ip == ip)
+		/* a slot set RULE_GONE is learned again in place */
+		int again = sl->ip == ip && slot_rule(sl).kind == RULE_GONE;
+		if (sl->ip == ip && !again)
 			break;
-		if (sl->ip)
+		if (sl->ip && !again)
 			continue;
 		rule.row = NO_ROW;
 		if (row != no_row) {
@@ -381,7 +524,9 @@ static const void *keep(uintptr_t ip, const void *row, struct rule rule)
 			rule.row = (uint16_t)rows_used;
 			__atomic_store_n(&rows_used, rows_used + 1, __ATOMIC_RELAXED);
 		}
-		sl->rule = rule;
+		slot_set_rule(sl, rule);
+		if (again)
+			break;
 		__atomic_store_n(&sl->ip, ip, __ATOMIC_RELEASE);
 		__atomic_store_n(&slots_used, slots_used + 1, __ATOMIC_RELAXED);
 		break;
@@ -403,6 +548,92 @@ uint64_t ha_frame_memory(void)
 	return b;
 }
 
+/* ---- checked reads -------------------------------------------------------
+ * The only reads of a walk that no unwind info vouches for (a frame
+ * pointer followed, the instructions at a return address) go through the
+ * kernel, which fails where nothing readable is mapped instead of
+ * faulting: process_vm_readv on this process (its pid cached, reset in a
+ * fork's child), or where that is missing (qemu-user: ENOSYS) a futex
+ * wait that returns at once, whose EFAULT says the word is unreadable.
+ * No descriptor, unlike libunwind's validation pipe. */
+static pid_t self_pid;
+static int no_vm_readv;
+
+void ha_frame_after_fork(void)
+{
+	__atomic_store_n(&self_pid, 0, __ATOMIC_RELAXED);
+}
+
+static int word_readable(uintptr_t at)
+{
+	struct timespec now = { 0, 0 };
+	long r = syscall(SYS_futex, (void *)(at & ~(uintptr_t)3), FUTEX_WAIT_PRIVATE, 0u, &now,
+			 NULL, 0);
+	return r == 0 || errno == EAGAIN || errno == ETIMEDOUT || errno == EINTR;
+}
+
+static int read_checked(uintptr_t at, void *out, size_t len)
+{
+	int e = errno, ok = 0;
+	if (!__atomic_load_n(&no_vm_readv, __ATOMIC_RELAXED)) {
+		pid_t pid = __atomic_load_n(&self_pid, __ATOMIC_RELAXED);
+		if (!pid)
+			__atomic_store_n(&self_pid, pid = getpid(), __ATOMIC_RELAXED);
+		struct iovec here = { out, len }, there = { (void *)at, len };
+		ssize_t got = process_vm_readv(pid, &here, 1, &there, 1, 0);
+		ok = got == (ssize_t)len;
+		if (got < 0 && errno == ENOSYS)
+			__atomic_store_n(&no_vm_readv, 1, __ATOMIC_RELAXED);
+		else
+			goto out;
+	}
+	/* len <= a page: its first and last words' pages are all it spans */
+	if (len && len <= 4096 && word_readable(at) && word_readable(at + len - 1)) {
+		memcpy(out, (const void *)at, len);
+		ok = 1;
+	}
+out:
+	errno = e;
+	return ok;
+}
+
+#if defined(__aarch64__)
+/* Linux aarch64's signal return, the vDSO's __kernel_rt_sigreturn (and
+ * qemu-user's trampoline page): mov x8, #139 (rt_sigreturn); svc #0.  The
+ * handler returns to it with SP at the kernel's struct rt_sigframe. */
+#define SIGRETURN_MOV 0xd2801168u
+#define SIGRETURN_SVC 0xd4000001u
+struct ha_rt_sigframe { siginfo_t info; ucontext_t uc; };
+
+/* Whether ip (a return address, never met) is that trampoline. */
+static int is_sigreturn(uintptr_t ip)
+{
+	uint32_t insn[2];
+	return ip % 4 == 0 && read_checked(ip, insn, sizeof insn) && insn[0] == SIGRETURN_MOV &&
+	       insn[1] == SIGRETURN_SVC;
+}
+#endif
+
+/* The interrupted registers (PC, SP, frame pointer) in the record of a
+ * signal frame whose SP is sp; read as the rule walk reads, unchecked:
+ * sp is the CFA of the handler's frame. */
+static void signal_regs(uintptr_t sp, uintptr_t *ip, uintptr_t *isp, uintptr_t *bp)
+{
+#if defined(__x86_64__)
+	/* the handler returned into the trampoline with RSP at the kernel's
+	 * ucontext (glibc's __restore_rt: CFA = [RSP + 160]) */
+	const greg_t *g = ((const ucontext_t *)sp)->uc_mcontext.gregs;
+	*ip = (uintptr_t)g[REG_RIP];
+	*isp = (uintptr_t)g[REG_RSP];
+	*bp = (uintptr_t)g[REG_RBP];
+#else
+	const mcontext_t *m = &((const struct ha_rt_sigframe *)sp)->uc.uc_mcontext;
+	*ip = (uintptr_t)m->pc;
+	*isp = (uintptr_t)m->sp;
+	*bp = (uintptr_t)m->regs[29];
+#endif
+}
+
 /* The row for the frame at *c (its IP is ip), from its FDE, kept in the
  * table when there is room and no other writer; tmp holds it otherwise.
  * *c moves to the caller's frame when the row fits (*a: the result of
@@ -417,9 +648,14 @@ static const void *learn_row(unw_cursor_t *c, uintptr_t ip, void *tmp, int *a, i
 {
 	const void *row = no_row;
 	unw_word_t sp = 0, bp = 0;
-	int sig, found = fetch_row(c, ip, tmp, &sig);
+	int sig = 0, found = 0;
+#if defined(__aarch64__)
+	sig = is_sigreturn(ip);   /* the vDSO's FDE for it describes no signal frame */
+#endif
+	if (!sig)
+		found = fetch_row(c, ip, tmp, &sig);
 	*a = -2;
-	*kind = !found ? RULE_NOINFO : sig ? RULE_SIGNAL : RULE_NONE;
+	*kind = sig ? RULE_SIGNAL : !found ? RULE_NOINFO : RULE_NONE;
 	if (found && unw_get_reg(c, UNW_REG_SP, &sp) == 0 && unw_get_reg(c, UNW_FP, &bp) == 0) {
 		unw_cursor_t after = *c;
 		int r = unw_apply_reg_state(&after, tmp);
@@ -445,7 +681,9 @@ HA_TESTABLE unsigned learned_at;  /* frames learned by learn_at (prof/unit.h) */
  * found them, on a made-up context whose other registers point into
  * scratch (exact: a frame a signal interrupted, looked up at ip itself and
  * kept under ip | HA_EXACT_IP).  Kept only when its rule needs no other
- * register (RULE_SP, RULE_BP, RULE_END), or as RULE_NOINFO, RULE_SIGNAL.
+ * register (RULE_SP, RULE_BP, RULE_END), or as RULE_NOINFO, RULE_SIGNAL;
+ * an exact one without such a rule (a leaf, x30 not saved) as RULE_NONE,
+ * which the signal step leaves to the rows without a second lookup.
  * 1: the slot is there now, the rule walk goes on; 0: the caller walks the
  * real registers through the rows instead, which learn the frame there.
  * So a stack with a few new frames is learned without replaying the rows
@@ -463,9 +701,14 @@ static int learn_made_up(uintptr_t ip, uintptr_t sp, uintptr_t bp, int exact)
 	int sig;
 	scratch_fill();
 	made_up(&uc, ip, sp, bp, &home);
-	if (!ha_frame_slot_at(key) &&
-	    unw_init_local2(&c, &uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) >= 0) {
+	if (!learned(key) && unw_init_local2(&c, &uc, exact ? UNW_INIT_SIGNAL_FRAME : 0) >= 0) {
 		struct rule none = { 0, 0, RULE_NOINFO, -1, NO_ROW };
+#if defined(__aarch64__)
+		if (!exact && is_sigreturn(ip)) {
+			none.kind = RULE_SIGNAL;
+			keep(key, no_row, none);
+		} else
+#endif
 		if (!fetch_row_at(&c, exact ? ip : ip - 1, row, &sig)) {
 			keep(key, no_row, none);
 		} else if (sig && !exact) {
@@ -473,15 +716,17 @@ static int learn_made_up(uintptr_t ip, uintptr_t sp, uintptr_t bp, int exact)
 			keep(key, no_row, none);
 		} else {
 			int a = unw_apply_reg_state(&c, row);
-			if (row_fits(a, &c)) {
-				struct rule got = rule_of(&c, a, sp, bp, ip, row);
-				if (got.kind != RULE_NONE && keep(key, exact ? no_row : row, got) != row)
-					learned_at++;
-			}
+			struct rule got = { 0, 0, RULE_NONE, -1, NO_ROW };
+			if (row_fits(a, &c))
+				got = rule_of(&c, a, sp, bp, ip, row);
+			if (got.kind != RULE_NONE && keep(key, exact ? no_row : row, got) != row)
+				learned_at++;
+			else if (exact)       /* a leaf, say: the rows step it, no second look */
+				keep(key, no_row, got);
 		}
 	}
 	__atomic_store_n(&writer, 0, __ATOMIC_RELEASE);
-	return ha_frame_slot_at(key) != NULL;
+	return learned(key);
 }
 
 int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp)
@@ -517,26 +762,15 @@ static int scratch_ready(void)
 	return 1;
 }
 
-/* The two words at at, read by the kernel, which fails where nothing
- * readable is mapped instead of faulting: the only reads of a walk that no
- * unwind info vouches for.  No descriptor, unlike libunwind's validation. */
-static int read_pair(uintptr_t at, uintptr_t w[2])
-{
-	int e = errno;
-	struct iovec here = { w, 2 * sizeof *w }, there = { (void *)at, 2 * sizeof *w };
-	ssize_t got = process_vm_readv(getpid(), &here, 1, &there, 1, 0);
-	errno = e;
-	return got == (ssize_t)(2 * sizeof *w);
-}
-
 /* The caller of a frame without unwind info whose RSP and RBP are sp and
  * bp, as compilers keep a frame pointer: the caller's RBP at bp, the
  * return address in the word above, the caller's RSP above both.  bp lies
  * at or above sp, within 64 MiB (as the rule walk's CFA) and aligned, and
  * its words are read through the kernel unless on the 4 KiB page already
  * read so in this walk (*ok_page).  x86-64 only: aarch64's frame record
- * sits at the bottom of its frame, so the caller's SP is not known there
- * (the walk ends at such a frame, as libunwind's x30 guess did). */
+ * sits at the bottom of its frame, so the caller's SP is not known there,
+ * and a caller whose CFA follows SP would be read at a guess: the walk
+ * ends at such a frame instead. */
 static int fp_caller(uintptr_t sp, uintptr_t bp, uintptr_t *ok_page, uintptr_t w[2])
 {
 	uintptr_t page = bp & ~(uintptr_t)4095;
@@ -548,7 +782,7 @@ static int fp_caller(uintptr_t sp, uintptr_t bp, uintptr_t *ok_page, uintptr_t w
 	if (page == *ok_page && ((bp + 2 * sizeof(void *) - 1) & ~(uintptr_t)4095) == page) {
 		w[0] = ((const uintptr_t *)bp)[0];
 		w[1] = ((const uintptr_t *)bp)[1];
-	} else if (read_pair(bp, w)) {
+	} else if (read_checked(bp, w, 2 * sizeof *w)) {
 		*ok_page = page;
 	} else {
 		return 0;
@@ -583,7 +817,10 @@ int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page
 	uintptr_t word[2];
 	if (!s || w->n >= size)
 		return 0;
-	if (s->rule.kind == RULE_NOINFO) {
+	struct rule k = slot_rule(s);
+	if (k.kind == RULE_GONE)          /* learned again; the walk goes on from it */
+		return learn_made_up(w->ip, w->sp, w->bp, 0);
+	if (k.kind == RULE_NOINFO) {
 		if (!fp_caller(w->sp, w->bp, ok_page, word))
 			return 0;
 		buf[w->n++] = (void *)w->ip;
@@ -592,18 +829,17 @@ int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page
 		w->bp = word[0];
 		return 1;
 	}
-#if defined(__x86_64__)
-	if (s->rule.kind == RULE_SIGNAL) {
-		/* the handler returned into the trampoline with RSP at the
-		 * kernel's ucontext (glibc's __restore_rt: CFA = [RSP + 160]) */
-		const greg_t *g = ((const ucontext_t *)w->sp)->uc_mcontext.gregs;
-		uintptr_t ip = (uintptr_t)g[REG_RIP], sp = (uintptr_t)g[REG_RSP];
-		uintptr_t bp = (uintptr_t)g[REG_RBP];
-		const struct slot *x = ha_frame_slot_at(ip | HA_EXACT_IP);
-		if (ip < 0x4000 || w->n + 2 > size ||
-		    (!x && !(learn_made_up(ip, sp, bp, 1) && (x = ha_frame_slot_at(ip | HA_EXACT_IP)))))
+	if (k.kind == RULE_SIGNAL) {
+		/* the interrupted frame, by its rule at the exact IP */
+		uintptr_t ip, sp, bp;
+		signal_regs(w->sp, &ip, &sp, &bp);
+		uintptr_t key = ip | HA_EXACT_IP;
+		if (ip < 0x4000 || w->n + 2 > size || (!learned(key) && !learn_made_up(ip, sp, bp, 1)))
 			return 0;
-		struct rule r = x->rule;
+		const struct slot *x = ha_frame_slot_at(key);
+		if (!x)
+			return 0;
+		struct rule r = slot_rule(x);
 		uintptr_t cfa = (r.kind == RULE_BP ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
 		if ((r.kind != RULE_SP && r.kind != RULE_BP) || cfa - sp - 1 >= ((uintptr_t)1 << 26))
 			return 0;
@@ -613,11 +849,10 @@ int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page
 		buf[w->n++] = (void *)w->ip;      /* the trampoline */
 		buf[w->n++] = (void *)ip;         /* the frame it interrupted */
 		w->bp = r.rbp_off ? *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.rbp_off) : bp;
-		w->ip = *(const uintptr_t *)(cfa - 8);
+		w->ip = *(const uintptr_t *)RULE_RA_AT(cfa, r);
 		w->sp = cfa;
 		return w->ip >= 0x4000 ? 1 : 2;
 	}
-#endif
 	return 0;
 }
 
@@ -645,13 +880,40 @@ static int caller_ip(unw_cursor_t *c, int a, uintptr_t *ip)
 HA_TESTABLE unsigned uncached;    /* frames stepped here (prof/unit.h) */
 #endif
 
+#if defined(__aarch64__)
+/* The signal frame at *c (the trampoline; SP at the kernel's rt_sigframe):
+ * the cursor starts again at the interrupted frame, on its registers as
+ * the kernel saved them, looked up at its exact PC. */
+static int step_signal(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, int *exact)
+{
+	unw_word_t sp;
+	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0)
+		return 0;
+	const mcontext_t *m = &((const struct ha_rt_sigframe *)sp)->uc.uc_mcontext;
+	memset(uc, 0, sizeof *uc);
+	for (int r = 0; r < 31; r++)
+		uc->uc_mcontext.regs[r] = m->regs[r];
+	uc->uc_mcontext.sp = m->sp;
+	uc->uc_mcontext.pc = m->pc;
+	if (m->pc < 0x4000 || unw_init_local2(c, uc, UNW_INIT_SIGNAL_FRAME) < 0)
+		return 0;
+	*ip = (uintptr_t)m->pc;
+	*exact = 1;
+	return 1;
+}
+#endif
+
 static int step_uncached(unw_cursor_t *c, unw_context_t *uc, uintptr_t *ip, int *exact, void *tmp,
-			 int noinfo, uintptr_t *ok_page)
+			 int kind, int known, uintptr_t *ok_page)
 {
 #ifdef HA_TESTING
 	uncached++;
 #endif
-	if (!noinfo) {
+#if defined(__aarch64__)
+	if (!*exact && (kind == RULE_SIGNAL || (!known && is_sigreturn(*ip))))
+		return step_signal(c, uc, ip, exact);
+#endif
+	if (kind != RULE_NOINFO) {
 		struct pick p = { *ip - (*exact ? 0 : 1), 0, tmp, 0 };
 		if (unw_reg_states_iterate(c, pick_row, &p) >= 0 && p.found) {
 			/* aarch64 reads the instruction at IP: within the row's
@@ -686,7 +948,6 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
 	ha_unw_start();
-	int cached = ha_frame_rows_valid();
 	unw_getcontext(&uc);
 	if (unw_init_local(&c, &uc) < 0 || unw_get_reg(&c, UNW_REG_IP, &w) < 0)
 		return 0;
@@ -694,13 +955,13 @@ __attribute__((noinline)) int ha_frame_shared_unwind(void **buf, int size, void 
 	while (n < size + 4) {
 		const void *row = NULL;
 		int a = -2, kind = RULE_NONE;
-		if (cached && !exact) {
+		if (!exact) {
 			row = row_of(ip, &kind);
 			if (!row && !table_full())
 				row = learn_row(&c, ip, row_tmp, &a, &kind);
 		}
 		if (!row || row == no_row) {
-			if (!step_uncached(&c, &uc, &ip, &exact, row_tmp, kind == RULE_NOINFO, &ok_page))
+			if (!step_uncached(&c, &uc, &ip, &exact, row_tmp, kind, row != NULL, &ok_page))
 				break;
 		} else {
 			if (a == -2)

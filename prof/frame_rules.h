@@ -23,11 +23,13 @@
 #define PROBES 16
 #define NO_ROW 0xffffu
 
-/* RULE_NOINFO: no unwind info at all (stepped by its frame pointer);
- * RULE_SIGNAL: the kernel's signal trampoline (x86-64: the interrupted
- * registers in the ucontext at RSP).  The rule walk stops at both, as at
- * RULE_NONE, and ha_frame_step_other steps them. */
-enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END, RULE_NOINFO, RULE_SIGNAL };
+/* RULE_NOINFO: no unwind info at all (stepped by its frame pointer on
+ * x86-64); RULE_SIGNAL: the kernel's signal trampoline (the interrupted
+ * registers in the ucontext at SP); RULE_GONE: learned from an object
+ * since unloaded, to be learned again (ha_frame_check_unloads).  The rule
+ * walk stops at these, as at RULE_NONE, and ha_frame_step_other steps
+ * them. */
+enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END, RULE_NOINFO, RULE_SIGNAL, RULE_GONE };
 /* The slot of a frame interrupted by a signal is keyed by its exact IP
  * with this bit set (a return address's is looked up at IP - 1). */
 #define HA_EXACT_IP ((uintptr_t)1 << 63)
@@ -60,7 +62,17 @@ struct rule { int16_t cfa_off, rbp_off; uint8_t kind; int8_t ra_w; uint16_t row;
 #else
 #define HA_CALLER_SP(fp, cfa) ((uintptr_t)((fp) + 2))
 #endif
-struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
+/* 16 bytes: 4 a cache line.  The rule is one word, so that a slot whose
+ * object was unloaded is rewritten in place (slot_rule, slot_set_rule):
+ * a reader sees the old rule or the new one, never half of each. */
+struct slot { uintptr_t ip; union { struct rule rule; uint64_t word; }; };
+_Static_assert(sizeof(struct rule) == sizeof(uint64_t), "a rule is one word");
+
+static inline struct rule slot_rule(const struct slot *s)
+{
+	union { uint64_t w; struct rule r; } u = { __atomic_load_n(&s->word, __ATOMIC_RELAXED) };
+	return u.r;
+}
 /* One size of the table: its slots, and the mask that takes a slot's index
  * from the top LAST_BITS bits of an IP's hash (a fixed shift: one
  * instruction less a frame than a shift by the size). */
@@ -174,7 +186,7 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 			st = WALK_UNKNOWN;
 			break;
 		}
-		struct rule r = s->rule;
+		struct rule r = slot_rule(s);
 		uintptr_t cfa;
 		if (HA_LIKELY(r.kind == RULE_BP)) {
 			cfa = bp + (uintptr_t)(intptr_t)r.cfa_off;
@@ -248,21 +260,27 @@ static inline void ha_trace_norm(void **buf, int n)
 }
 
 /* ---- frame_rules.c ------------------------------------------------------- */
-/* An object was unloaded since the rows began: rows and rules are off. */
-extern HA_HIDDEN int ha_frame_rows_off;
-/* Note how many objects were unloaded so far (ha_stack_init; no lock held). */
+/* Bumped each time slots of unloaded objects were set RULE_GONE: a walk
+ * noted under an older value is not replayed (stack.c's memo). */
+extern HA_HIDDEN unsigned ha_frame_gen;
+/* Note the objects loaded so far (ha_stack_init; no lock held). */
 HA_HIDDEN void ha_frame_rules_init(void);
-/* Whether the rows may still be used (a dl_iterate_phdr: inside the gate). */
-HA_HIDDEN int ha_frame_rows_valid(void);
+/* After objects were unloaded, set RULE_GONE the slots of every IP not in
+ * an object loaded both then and now (a dl_iterate_phdr: inside the gate);
+ * the others stay learned. */
+HA_HIDDEN void ha_frame_check_unloads(void);
+/* In a fork's child: the pid the kernel reads through is this process's. */
+HA_HIDDEN void ha_frame_after_fork(void);
 /* Learn the frame at ip whose RSP and RBP are sp and bp (inside the gate):
  * 1, ip has a slot now. */
 HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
 /* Step the frame w stands at, which the rule walk stopped at (WALK_NO_RULE):
- * a frame without unwind info by its frame pointer, a signal frame and the
- * frame it interrupted (x86-64) by the kernel's record and the exact IP's
- * rule: 1, w stands at the next frame; 2, the stack ended there (inside
- * the gate).  0: neither, the rows walk instead.  *ok_page: the page last
- * read through the kernel in this walk (0 at its start). */
+ * a frame without unwind info by its frame pointer (x86-64), a signal
+ * frame and the frame it interrupted by the kernel's record and the exact
+ * IP's rule, a RULE_GONE frame learned again (w stays): 1, the rule walk
+ * goes on from w; 2, the stack ended there (inside the gate).  0: none of
+ * these, the rows walk instead.  *ok_page: the page last read through the
+ * kernel in this walk (0 at its start). */
 HA_HIDDEN int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page);
 /* The walk over the shared rows from the caller's frame (inside the gate);
  * first: the hook's return address. */

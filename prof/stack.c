@@ -23,9 +23,10 @@
  *     learns the rules of its frames, each derived from its row; the few
  *     frames the table cannot describe (a signal frame and the frame it
  *     interrupted, code without unwind info) are stepped there without it.
- * Rows and rules are never taken back, so once any object has been
- * unloaded (dlclose: other code may come to the same addresses) neither is
- * used any more: every frame is then looked up afresh.  libunwind's own
+ * When an object has been unloaded (dlclose: other code may come to the
+ * same addresses; looked for every RECHECK walks of a thread), the rules
+ * of IPs outside the objects loaded both before and after are set
+ * RULE_GONE and learned again when met; the others stay.  libunwind's own
  * walks (unw_step, unw_backtrace) are never called: they validate through
  * a pipe (unw_pipe.c).
  * The table of rows and rules and their learning are frame_rules.c's;
@@ -345,18 +346,19 @@ void ha_stack_prefork(void)
 
 void ha_stack_postfork(int child, int open)
 {
-	if (child)   /* only this thread lives on */
+	if (child) {   /* only this thread lives on, in a process of its own */
 		__atomic_store_n(&unwinding, unwinding_here, __ATOMIC_RELAXED);
+		ha_frame_after_fork();
+	}
 	if (open)
 		__atomic_store_n(&unwind_gate, 0, __ATOMIC_RELEASE);
 }
 
-static HA_NOINLINE int rows_valid_gated(void)
+static HA_NOINLINE void check_unloads_gated(void)
 {
 	gate_enter();
-	int ok = ha_frame_rows_valid();
+	ha_frame_check_unloads();
 	gate_leave();
-	return ok;
 }
 
 /* This thread's last walk by rules alone (frame_rules.h, struct
@@ -368,6 +370,7 @@ static HA_NOINLINE int rows_valid_gated(void)
  * half written. */
 static HA_TLS struct walk_memo memo;
 static HA_TLS int memo_ok;
+static HA_TLS unsigned memo_gen;  /* ha_frame_gen when noted: none set RULE_GONE since */
 #ifdef HA_TESTING
 HA_TESTABLE unsigned replayed;    /* walks replayed (prof/unit.h) */
 #endif
@@ -379,10 +382,10 @@ static HA_TLS int from_memo;
 
 /* The last walk again into buf if this one, from fp's frame and of size
  * frames, is that walk: its frame count, else -1. */
-static inline int replay(void **buf, int size, const uintptr_t *fp, uintptr_t sp)
+static inline int replay(void **buf, int size, const uintptr_t *fp, uintptr_t sp, unsigned gen)
 {
 	const struct walk_memo *m = &memo;
-	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != sp ||
+	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != sp || memo_gen != gen ||
 	    m->size != size || (m->need_bp && m->bp0 != fp[0]))
 		return -1;
 	const struct walk_read *r = m->rd, *e = r + m->nreads;
@@ -413,41 +416,42 @@ static int stack_unwind(void **buf, int size)
 		size = HA_STACK_RAW;
 	/* an unload is looked for every RECHECK stacks a thread walks (it
 	 * costs a dl_iterate_phdr) */
-	if (HA_LIKELY(!__atomic_load_n(&ha_frame_rows_off, __ATOMIC_RELAXED)) &&
-	    (HA_LIKELY(walks++ % RECHECK) || rows_valid_gated())) {
-		int n = replay(buf, size, fp, sp);
-		if (n >= 0) {
-			from_memo = 1;
+	if (HA_UNLIKELY(walks++ % RECHECK == 0))
+		check_unloads_gated();
+	unsigned gen = __atomic_load_n(&ha_frame_gen, __ATOMIC_ACQUIRE);
+	int got = replay(buf, size, fp, sp, gen);
+	if (got >= 0) {
+		from_memo = 1;
 #ifdef HA_TESTING
-			replayed++;
+		replayed++;
 #endif
-			return n;
-		}
-		struct walk w = { fp[1], sp, fp[0], 0 };
-		/* the first walk notes what it reads; one that had to learn
-		 * a frame is noted at its next time, all known then */
-		int st = rule_walk(buf, size, &w, &memo);
-		memo_ok = from_memo = st == WALK_DONE && memo.nreads <= WALK_MEMO_READS;
-		trimmed.valid = 0;
+		return got;
+	}
+	struct walk w = { fp[1], sp, fp[0], 0 };
+	/* the first walk notes what it reads; one that had to learn
+	 * a frame is noted at its next time, all known then */
+	int st = rule_walk(buf, size, &w, &memo);
+	memo_ok = from_memo = st == WALK_DONE && memo.nreads <= WALK_MEMO_READS;
+	memo_gen = gen;
+	trimmed.valid = 0;
+	if (HA_LIKELY(st == WALK_DONE))
+		return w.n;
+	/* a frame never met is learned; one without unwind info, a
+	 * signal frame and the frame it interrupted are stepped
+	 * (frame_rules.c); the rule walk goes on from there */
+	uintptr_t ok_page = 0;
+	for (;;) {
+		gate_enter();
+		int on = st == WALK_NO_RULE ? ha_frame_step_other(buf, size, &w, &ok_page)
+					    : ha_frame_learn_at(w.ip, w.sp, w.bp);
+		gate_leave();
+		if (!on)
+			break;
+		if (on == 2)
+			return w.n;
+		st = rule_walk(buf, size, &w, NULL);
 		if (HA_LIKELY(st == WALK_DONE))
 			return w.n;
-		/* a frame never met is learned; one without unwind info, a
-		 * signal frame and the frame it interrupted are stepped
-		 * (frame_rules.c); the rule walk goes on from there */
-		uintptr_t ok_page = 0;
-		for (;;) {
-			gate_enter();
-			int on = st == WALK_NO_RULE ? ha_frame_step_other(buf, size, &w, &ok_page)
-						    : ha_frame_learn_at(w.ip, w.sp, w.bp);
-			gate_leave();
-			if (!on)
-				break;
-			if (on == 2)
-				return w.n;
-			st = rule_walk(buf, size, &w, NULL);
-			if (HA_LIKELY(st == WALK_DONE))
-				return w.n;
-		}
 	}
 	gate_enter();
 	int n = ha_frame_shared_unwind(buf, size, (void *)fp[1]);
