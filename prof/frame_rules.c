@@ -557,7 +557,7 @@ uint64_t ha_frame_memory(void)
  * wait that returns at once, whose EFAULT says the word is unreadable.
  * No descriptor, unlike libunwind's validation pipe. */
 static pid_t self_pid;
-static int no_vm_readv;
+HA_TESTABLE int no_vm_readv;      /* prof/unit.h */
 
 void ha_frame_after_fork(void)
 {
@@ -572,7 +572,7 @@ static int word_readable(uintptr_t at)
 	return r == 0 || errno == EAGAIN || errno == ETIMEDOUT || errno == EINTR;
 }
 
-static int read_checked(uintptr_t at, void *out, size_t len)
+HA_TESTABLE int read_checked(uintptr_t at, void *out, size_t len)
 {
 	int e = errno, ok = 0;
 	if (!__atomic_load_n(&no_vm_readv, __ATOMIC_RELAXED)) {

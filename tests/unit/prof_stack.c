@@ -7,8 +7,9 @@
  * handlers, raised and asynchronous (the signal frame and the frame it
  * interrupted stepped without the table); a long-lived thread never builds
  * that table either; once an object has been unloaded only its frames are
- * learned again (RULE_GONE), the others' stay; and libunwind's set-up never
- * got its validation pipe.
+ * learned again (RULE_GONE), the others' stay; libunwind's set-up never
+ * got its validation pipe; and the walk's checked reads fail, not fault,
+ * off readable memory, by either of their two ways.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -23,6 +24,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "prof/prof.h"
@@ -268,9 +270,43 @@ static uintptr_t learn_inside(void *h)
 	return 0;
 }
 
+/* read_checked, the walk's reads that no unwind info vouches for: the
+ * bytes where readable, 0 (no fault) on a page that is PROT_NONE or
+ * unmapped or where the read crosses into one; through process_vm_readv
+ * and through the futex check (qemu-user's ENOSYS), forced here. */
+static void checked_reads(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)pg * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(m != MAP_FAILED);
+	REQUIRE(mprotect(m + pg, (size_t)pg, PROT_NONE) == 0);
+	REQUIRE(munmap(m + 2 * pg, (size_t)pg) == 0);
+	for (int i = 0; i < 16; i++)
+		m[pg - 32 + i] = (char)(0xa0 + i);
+	int natural = -1;             /* no_vm_readv after the first pass */
+	for (int futex = 0; futex < 2; futex++) {
+		if (futex) {
+			natural = no_vm_readv;
+			no_vm_readv = 1;
+		}
+		char got[16] = { 0 };
+		CHECK_EQ(read_checked((uintptr_t)(m + pg - 32), got, 16), 1);
+		CHECK(memcmp(got, m + pg - 32, 16) == 0);
+		CHECK_EQ(read_checked((uintptr_t)(m + pg - 8), got, 16), 0);    /* into PROT_NONE */
+		CHECK_EQ(read_checked((uintptr_t)(m + pg + 64), got, 16), 0);
+		CHECK_EQ(read_checked((uintptr_t)(m + 2 * pg), got, 16), 0);    /* unmapped */
+		CHECK_EQ(read_checked(16, got, 8), 0);
+	}
+	no_vm_readv = natural;
+	munmap(m, (size_t)pg * 2);
+	if (no_vm_readv)
+		fprintf(stderr, "process_vm_readv: ENOSYS here, the futex check reads\n");
+}
+
 int main(void)
 {
 	ha_stack_init();
+	checked_reads();
 	signal(SIGUSR1, on_signal);
 	/* the first thread teaches the rows its IPs; later ones find them */
 	for (int i = 0; i < THREADS; i++) {
