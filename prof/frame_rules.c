@@ -52,9 +52,10 @@
  * most half; each slot names its row (an index into rows, or NO_ROW: an IP
  * the rows cannot describe, cached too so that the DWARF lookup is not
  * repeated).  A slot's rule and row are written before its ip is published
- * (release), and never change after, so a reader that sees its ip
- * (acquire) sees both.  When half full it is copied into the next size
- * (twice as large, in slot_store after it) and that one is published; the
+ * (release), and change after only as one word (slot_set_rule: an
+ * unload's RULE_GONE, then the rule learned again), so a reader that sees
+ * its ip (acquire) sees a whole rule.  When half full it is copied into the
+ * next size (twice as large, in slot_store after it) and that one is published; the
  * old one is never written again and stays for readers still walking it.
  * Sizes, rows and scratch are static and touched only once used, so a
  * program that meets few frames holds a few pages (ha_frame_memory).

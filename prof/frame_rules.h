@@ -78,7 +78,8 @@ static inline struct rule slot_rule(const struct slot *s)
  * instruction less a frame than a shift by the size). */
 struct frame_tab { struct slot *slots; uintptr_t mask; };
 /* The table in use (frame_rules.c says how it is filled and grown): slot i
- * holds one IP's rule, published by its ip (release), never changed after.
+ * holds one IP's rule, published by its ip (release), changed after only
+ * when its object is unloaded (RULE_GONE, then learned again: one word).
  * A table replaced by a larger one stays as it was for readers that still
  * hold it. */
 extern HA_HIDDEN const struct frame_tab *ha_frame_tab;
@@ -124,11 +125,11 @@ enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
  * changes from one call to the next without changing the stack.)  A walk
  * is a function of its start (IP, RSP, and RBP when a frame's CFA follows
  * RBP before any saved RBP is read: need_bp) and of these words, as rules
- * never change: a later walk from the same start that finds the same
- * words, each read only after the ones before it matched (so at an
- * address the walk itself reads from the same frames), gives the same
- * frames (stack.c replays it).  nreads > WALK_MEMO_READS: too many to
- * keep. */
+ * change only at an unload (stack.c's memo_gen): a later walk from the
+ * same start that finds the same words, each read only after the ones
+ * before it matched (so at an address the walk itself reads from the same
+ * frames), gives the same frames (stack.c replays it).  nreads >
+ * WALK_MEMO_READS: too many to keep. */
 #define WALK_MEMO_READS 16
 struct walk_read { uintptr_t at, val; uint32_t step; };
 struct walk_memo {
