@@ -23,7 +23,16 @@
 #define PROBES 16
 #define NO_ROW 0xffffu
 
-enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END };
+/* RULE_NOINFO: no unwind info at all (stepped by its frame pointer on
+ * x86-64); RULE_SIGNAL: the kernel's signal trampoline (the interrupted
+ * registers in the ucontext at SP); RULE_GONE: learned from an object
+ * since unloaded, to be learned again (ha_frame_check_unloads).  The rule
+ * walk stops at these, as at RULE_NONE, and ha_frame_step_other steps
+ * them. */
+enum { RULE_NONE, RULE_SP, RULE_BP, RULE_END, RULE_NOINFO, RULE_SIGNAL, RULE_GONE };
+/* The slot of a frame interrupted by a signal is keyed by its exact IP
+ * with this bit set (a return address's is looked up at IP - 1). */
+#define HA_EXACT_IP ((uintptr_t)1 << 63)
 /* One IP's rule: CFA = (SP or the frame pointer, by kind) + cfa_off, the
  * return address at CFA + 8 * ra_w, the frame pointer saved at CFA +
  * rbp_off (rbp_off <= -8) or kept (0); row: the index of its DWARF row in
@@ -53,13 +62,24 @@ struct rule { int16_t cfa_off, rbp_off; uint8_t kind; int8_t ra_w; uint16_t row;
 #else
 #define HA_CALLER_SP(fp, cfa) ((uintptr_t)((fp) + 2))
 #endif
-struct slot { uintptr_t ip; struct rule rule; };   /* 16 bytes: 4 a cache line */
+/* 16 bytes: 4 a cache line.  The rule is one word, so that a slot whose
+ * object was unloaded is rewritten in place (slot_rule, slot_set_rule):
+ * a reader sees the old rule or the new one, never half of each. */
+struct slot { uintptr_t ip; union { struct rule rule; uint64_t word; }; };
+_Static_assert(sizeof(struct rule) == sizeof(uint64_t), "a rule is one word");
+
+static inline struct rule slot_rule(const struct slot *s)
+{
+	union { uint64_t w; struct rule r; } u = { __atomic_load_n(&s->word, __ATOMIC_RELAXED) };
+	return u.r;
+}
 /* One size of the table: its slots, and the mask that takes a slot's index
  * from the top LAST_BITS bits of an IP's hash (a fixed shift: one
  * instruction less a frame than a shift by the size). */
 struct frame_tab { struct slot *slots; uintptr_t mask; };
 /* The table in use (frame_rules.c says how it is filled and grown): slot i
- * holds one IP's rule, published by its ip (release), never changed after.
+ * holds one IP's rule, published by its ip (release), changed after only
+ * when its object is unloaded (RULE_GONE, then learned again: one word).
  * A table replaced by a larger one stays as it was for readers that still
  * hold it. */
 extern HA_HIDDEN const struct frame_tab *ha_frame_tab;
@@ -105,11 +125,11 @@ enum { WALK_DONE, WALK_UNKNOWN, WALK_NO_RULE };
  * changes from one call to the next without changing the stack.)  A walk
  * is a function of its start (IP, RSP, and RBP when a frame's CFA follows
  * RBP before any saved RBP is read: need_bp) and of these words, as rules
- * never change: a later walk from the same start that finds the same
- * words, each read only after the ones before it matched (so at an
- * address the walk itself reads from the same frames), gives the same
- * frames (stack.c replays it).  nreads > WALK_MEMO_READS: too many to
- * keep. */
+ * change only at an unload (stack.c's memo_gen): a later walk from the
+ * same start that finds the same words, each read only after the ones
+ * before it matched (so at an address the walk itself reads from the same
+ * frames), gives the same frames (stack.c replays it).  nreads >
+ * WALK_MEMO_READS: too many to keep. */
 #define WALK_MEMO_READS 16
 struct walk_read { uintptr_t at, val; uint32_t step; };
 struct walk_memo {
@@ -131,7 +151,8 @@ static inline __attribute__((always_inline)) void memo_read(struct walk_memo *m,
 
 /* The walk by rules, from w on: WALK_DONE (w->n frames), or WALK_UNKNOWN
  * at a frame never met (w stands at it: learn it and walk on), or
- * WALK_NO_RULE when a frame has no rule (the caller takes the rows).  rec
+ * WALK_NO_RULE when a frame has no rule or its CFA is out of reach (w
+ * stands at it too: ha_frame_step_other, else the rows).  rec
  * (a constant NULL but in stack.c): note the words read, for a walk from
  * w's start (w->n == 0). */
 static inline __attribute__((always_inline)) int rule_walk(void **buf, int size, struct walk *w,
@@ -166,7 +187,7 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 			st = WALK_UNKNOWN;
 			break;
 		}
-		struct rule r = s->rule;
+		struct rule r = slot_rule(s);
 		uintptr_t cfa;
 		if (HA_LIKELY(r.kind == RULE_BP)) {
 			cfa = bp + (uintptr_t)(intptr_t)r.cfa_off;
@@ -180,12 +201,18 @@ static inline __attribute__((always_inline)) int rule_walk(void **buf, int size,
 			cfa = sp + (uintptr_t)(intptr_t)r.cfa_off;
 		else if (r.kind == RULE_END)
 			break;
-		else
-			return WALK_NO_RULE;
+		else {
+			n--;
+			st = WALK_NO_RULE;
+			break;
+		}
 		/* not above this frame, or 64 MiB away: not a frame of this
-		 * stack, ask libunwind */
-		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26)))
-			return WALK_NO_RULE;
+		 * stack, ask the rows */
+		if (HA_UNLIKELY(cfa - sp - 1 >= ((uintptr_t)1 << 26))) {
+			n--;
+			st = WALK_NO_RULE;
+			break;
+		}
 		if (r.rbp_off) {
 			pend_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
 			bp = *(const uintptr_t *)pend_at;
@@ -234,28 +261,42 @@ static inline void ha_trace_norm(void **buf, int n)
 }
 
 /* ---- frame_rules.c ------------------------------------------------------- */
-/* An object was unloaded since the rows began: rows and rules are off. */
-extern HA_HIDDEN int ha_frame_rows_off;
-/* Note how many objects were unloaded so far (ha_stack_init; no lock held). */
+/* Bumped each time slots of unloaded objects were set RULE_GONE: a walk
+ * noted under an older value is not replayed (stack.c's memo). */
+extern HA_HIDDEN unsigned ha_frame_gen;
+/* Note the objects loaded so far (ha_stack_init; no lock held). */
 HA_HIDDEN void ha_frame_rules_init(void);
-/* Whether the rows may still be used (a dl_iterate_phdr: inside the gate). */
-HA_HIDDEN int ha_frame_rows_valid(void);
+/* After objects were unloaded, set RULE_GONE the slots of every IP not in
+ * an object loaded both then and now (a dl_iterate_phdr: inside the gate);
+ * the others stay learned. */
+HA_HIDDEN void ha_frame_check_unloads(void);
+/* In a fork's child: the pid the kernel reads through is this process's. */
+HA_HIDDEN void ha_frame_after_fork(void);
 /* Learn the frame at ip whose RSP and RBP are sp and bp (inside the gate):
  * 1, ip has a slot now. */
 HA_HIDDEN int ha_frame_learn_at(uintptr_t ip, uintptr_t sp, uintptr_t bp);
+/* Step the frame w stands at, which the rule walk stopped at (WALK_NO_RULE):
+ * a frame without unwind info by its frame pointer (x86-64), a signal
+ * frame and the frame it interrupted by the kernel's record and the exact
+ * IP's rule, a RULE_GONE frame learned again (w stays): 1, the rule walk
+ * goes on from w; 2, the stack ended there (inside the gate).  0: none of
+ * these, the rows walk instead.  *ok_page: the page last read through the
+ * kernel in this walk (0 at its start). */
+HA_HIDDEN int ha_frame_step_other(void **buf, int size, struct walk *w, uintptr_t *ok_page);
 /* The walk over the shared rows from the caller's frame (inside the gate);
  * first: the hook's return address. */
 HA_HIDDEN int ha_frame_shared_unwind(void **buf, int size, void *first);
-/* libunwind's fast trace, from first on; -1 while its pipe is not its own. */
-HA_HIDDEN int ha_frame_fast_trace(void **buf, int size, void *first);
 
 /* ---- unw_pipe.c ---------------------------------------------------------- */
-/* Run libunwind's one-time set-up (its constructor, else ha_stack_init),
- * its validation pipe left closed or noted. */
-HA_HIDDEN void ha_unw_start(void);
-/* Around such a call: begin 0 means do not make it; end notes the pipe
- * the call may have opened (probe: begin's two lowest free numbers). */
-HA_HIDDEN int ha_unw_trace_begin(int probe[2]);
-HA_HIDDEN void ha_unw_trace_end(const int probe[2]);
+/* libunwind's one-time set-up, its validation pipe refused (unw_pipe.c):
+ * before any call into libunwind. */
+#define HA_UNW_READY 2
+extern HA_HIDDEN int ha_unw_state;
+HA_HIDDEN void ha_unw_start_slow(void);
+static inline void ha_unw_start(void)
+{
+	if (HA_UNLIKELY(__atomic_load_n(&ha_unw_state, __ATOMIC_ACQUIRE) != HA_UNW_READY))
+		ha_unw_start_slow();
+}
 
 #endif

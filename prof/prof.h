@@ -8,8 +8,8 @@
  *                  only includers): our ranges, the probe, the fork gate
  *   frame_rules.c  the learned frame cache: rows, rules, the row walk
  *                  (frame_rules.h: the inline rule walk; those two only)
- *   unw_pipe.c     libunwind's one-time set-up and its validation pipe, kept
- *                  from the program's descriptors (the fast trace's gate)
+ *   unw_pipe.c     libunwind's one-time set-up, its validation pipe refused
+ *                  (the library's pipe2)
  *   stack_table.c  stack+size-class buckets keyed by xxhash (its only includer)
  *   object_map.c   sampled object address -> bucket, size, time
  *   ages.c         ages of live samples, lifetimes of freed ones (the clock,

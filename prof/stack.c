@@ -9,7 +9,7 @@
  * ha_stack_calibrate() instead learns the exact functions on every
  * allocation path by probing each entry point once.
  *
- * Three unwinders, tried in this order:
+ * Two unwinders, tried in this order:
  *   - the frame rules (frame_rules.c): one process-wide table keyed by IP
  *     (a return address) of what each call frame is on x86-64 (CFA = RSP or
  *     RBP + offset, return address at CFA - 8, RBP kept or saved at CFA + k),
@@ -20,25 +20,25 @@
  *     each IP, filled through libunwind's API (unw_reg_states_iterate) the
  *     first time any thread meets an IP and replayed with
  *     unw_apply_reg_state (about 2 us a stack).  Walking a stack this way
- *     learns the rules of its frames, each derived from its row.
- *   - libunwind's x86_64 fast trace (unw_backtrace), for a frame the rows
- *     cannot describe (a signal frame, no unwind info) or a full table.
- *     Its frame cache is per thread: a thread's first call maps and fills
- *     a fresh 256 KiB table (64 page faults), which the two above spare.
- * Rows and rules are never taken back, so once any object has been
- * unloaded (dlclose: other code may come to the same addresses) neither is
- * used any more.
+ *     learns the rules of its frames, each derived from its row; the few
+ *     frames the table cannot describe (a signal frame and the frame it
+ *     interrupted, code without unwind info) are stepped there without it.
+ * When an object has been unloaded (dlclose: other code may come to the
+ * same addresses; looked for every RECHECK walks of a thread), the rules
+ * of IPs outside the objects loaded both before and after are set
+ * RULE_GONE and learned again when met; the others stay.  libunwind's own
+ * walks (unw_step, unw_backtrace) are never called: they validate through
+ * a pipe (unw_pipe.c).
  * The table of rows and rules and their learning are frame_rules.c's;
  * this file owns the ranges of our own text, the static-link probe, the
  * gate a fork waits at, and the order the three are tried in.
  *
- * unw_set_caching_policy() picks only the DWARF cache behind the fast
- * trace's misses; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
+ * unw_set_caching_policy() (unw_pipe.c) picks only the DWARF cache behind
+ * unw_step; libunwind 1.6 as Debian 12 builds it (no HAVE___THREAD)
  * quietly keeps UNW_CACHE_GLOBAL when asked for UNW_CACHE_PER_THREAD, so
  * there the call only runs libunwind's one-time set-up (~32,000
  * instructions, its register-state cache cleared), which the first
- * unw_init_local of the frame learning would run anyway (measured: leaving
- * the call out saves 3,600 instructions of a session's start, no more).
+ * unw_init_local of the frame learning would run anyway.
  *
  * The sampling hook calls the unwinder itself (ha_stack_unwind) and then
  * ha_stack_trim; every walk starts at the hook's frame, so no frame of
@@ -80,6 +80,8 @@ static HA_TLS int in_frame;       /* inside ha_stack_calibrate_frame */
 static uintptr_t probe_lo, probe_hi;
 
 static int stack_unwind(void **buf, int size);
+static void gate_enter(void);
+static void gate_leave(void);
 
 static void add_range(uintptr_t lo, uintptr_t hi)
 {
@@ -97,6 +99,7 @@ static void add_range(uintptr_t lo, uintptr_t hi)
 static int function_range(uintptr_t ip, uintptr_t *lo, uintptr_t *hi)
 {
 	unw_proc_info_t pi;
+	ha_unw_start();
 	if (unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)ip, &pi, NULL) != 0 ||
 	    pi.end_ip <= pi.start_ip)
 		return 0;
@@ -166,7 +169,6 @@ void ha_stack_init(void)
 	if (stack_ready)
 		return;
 	uintptr_t main_bias = 0, self[3] = { (uintptr_t)&ha_stack_init, 0, 0 };
-	ha_unw_start();   /* before any libunwind call: its set-up, its pipe noted */
 	dl_iterate_phdr(first_object, &main_bias);
 	dl_iterate_phdr(find_by_addr, self);
 	nranges = 0;
@@ -175,15 +177,14 @@ void ha_stack_init(void)
 	else
 		static_mode = 1;      /* our text is the program's: see calibrate */
 	if (static_mode) {            /* frames of the unwinder's own, if any */
-		const void *own[] = { (const void *)stack_unwind, (const void *)ha_frame_shared_unwind,
-				      (const void *)ha_frame_fast_trace };
-		for (int i = 0; i < 3; i++) {
+		const void *own[] = { (const void *)stack_unwind, (const void *)ha_frame_shared_unwind };
+		for (int i = 0; i < 2; i++) {
 			uintptr_t lo, hi;
 			if (function_range((uintptr_t)own[i], &lo, &hi))
 				add_range(lo, hi);
 		}
 	}
-	add_object_of((const void *)&unw_backtrace);
+	add_object_of((const void *)&unw_apply_reg_state);   /* libunwind's text */
 	ha_frame_rules_init();
 	stack_ready = 1;
 }
@@ -213,19 +214,17 @@ int ha_stack_calibrating_now(void)
 
 void ha_stack_calibrate_frame(void)
 {
-	void *raw[64];
-	int probe[2];
-	if (!ha_unw_trace_begin(probe))
-		return;
-	/* what libunwind allocates or maps in the trace and the lookups is
+	void *raw[HA_STACK_RAW];
+	/* what libunwind allocates or maps in the walk and the lookups is
 	 * its own, never a sample (aarch64's searches .debug_frame, reading
 	 * /proc/self/maps into a fresh mapping: counted, it would calibrate
 	 * again, and again) */
 	int busy = ha_prof_busy;
 	ha_prof_busy = 1;
 	in_frame = 1;
-	int n = unw_backtrace(raw, 64);
-	ha_unw_trace_end(probe);
+	gate_enter();
+	int n = ha_frame_shared_unwind(raw, HA_STACK_RAW, NULL);
+	gate_leave();
 	for (int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)raw[i], lo, hi;
 		if (pc >= probe_lo && pc < probe_hi)
@@ -347,18 +346,19 @@ void ha_stack_prefork(void)
 
 void ha_stack_postfork(int child, int open)
 {
-	if (child)   /* only this thread lives on */
+	if (child) {   /* only this thread lives on, in a process of its own */
 		__atomic_store_n(&unwinding, unwinding_here, __ATOMIC_RELAXED);
+		ha_frame_after_fork();
+	}
 	if (open)
 		__atomic_store_n(&unwind_gate, 0, __ATOMIC_RELEASE);
 }
 
-static HA_NOINLINE int rows_valid_gated(void)
+static HA_NOINLINE void check_unloads_gated(void)
 {
 	gate_enter();
-	int ok = ha_frame_rows_valid();
+	ha_frame_check_unloads();
 	gate_leave();
-	return ok;
 }
 
 /* This thread's last walk by rules alone (frame_rules.h, struct
@@ -370,6 +370,7 @@ static HA_NOINLINE int rows_valid_gated(void)
  * half written. */
 static HA_TLS struct walk_memo memo;
 static HA_TLS int memo_ok;
+static HA_TLS unsigned memo_gen;  /* ha_frame_gen when noted: none set RULE_GONE since */
 #ifdef HA_TESTING
 HA_TESTABLE unsigned replayed;    /* walks replayed (prof/unit.h) */
 #endif
@@ -381,10 +382,10 @@ static HA_TLS int from_memo;
 
 /* The last walk again into buf if this one, from fp's frame and of size
  * frames, is that walk: its frame count, else -1. */
-static inline int replay(void **buf, int size, const uintptr_t *fp, uintptr_t sp)
+static inline int replay(void **buf, int size, const uintptr_t *fp, uintptr_t sp, unsigned gen)
 {
 	const struct walk_memo *m = &memo;
-	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != sp ||
+	if (!memo_ok || size <= 0 || m->ip0 != fp[1] || m->sp0 != sp || memo_gen != gen ||
 	    m->size != size || (m->need_bp && m->bp0 != fp[0]))
 		return -1;
 	const struct walk_read *r = m->rd, *e = r + m->nreads;
@@ -414,37 +415,43 @@ static int stack_unwind(void **buf, int size)
 	if (size > HA_STACK_RAW)
 		size = HA_STACK_RAW;
 	/* an unload is looked for every RECHECK stacks a thread walks (it
-	 * costs a dl_iterate_phdr), as libunwind's fast trace never does */
-	if (HA_LIKELY(!__atomic_load_n(&ha_frame_rows_off, __ATOMIC_RELAXED)) &&
-	    (HA_LIKELY(walks++ % RECHECK) || rows_valid_gated())) {
-		int n = replay(buf, size, fp, sp);
-		if (n >= 0) {
-			from_memo = 1;
+	 * costs a dl_iterate_phdr) */
+	if (HA_UNLIKELY(walks++ % RECHECK == 0))
+		check_unloads_gated();
+	unsigned gen = __atomic_load_n(&ha_frame_gen, __ATOMIC_ACQUIRE);
+	int got = replay(buf, size, fp, sp, gen);
+	if (got >= 0) {
+		from_memo = 1;
 #ifdef HA_TESTING
-			replayed++;
+		replayed++;
 #endif
-			return n;
-		}
-		struct walk w = { fp[1], sp, fp[0], 0 };
-		/* the first walk notes what it reads; one that had to learn
-		 * a frame is noted at its next time, all known then */
-		int st = rule_walk(buf, size, &w, &memo);
-		memo_ok = from_memo = st == WALK_DONE && memo.nreads <= WALK_MEMO_READS;
-		trimmed.valid = 0;
+		return got;
+	}
+	struct walk w = { fp[1], sp, fp[0], 0 };
+	/* the first walk notes what it reads; one that had to learn
+	 * a frame is noted at its next time, all known then */
+	int st = rule_walk(buf, size, &w, &memo);
+	memo_ok = from_memo = st == WALK_DONE && memo.nreads <= WALK_MEMO_READS;
+	memo_gen = gen;
+	trimmed.valid = 0;
+	if (HA_LIKELY(st == WALK_DONE))
+		return w.n;
+	/* a frame never met is learned; one without unwind info, a
+	 * signal frame and the frame it interrupted are stepped
+	 * (frame_rules.c); the rule walk goes on from there */
+	uintptr_t ok_page = 0;
+	for (;;) {
+		gate_enter();
+		int on = st == WALK_NO_RULE ? ha_frame_step_other(buf, size, &w, &ok_page)
+					    : ha_frame_learn_at(w.ip, w.sp, w.bp);
+		gate_leave();
+		if (!on)
+			break;
+		if (on == 2)
+			return w.n;
+		st = rule_walk(buf, size, &w, NULL);
 		if (HA_LIKELY(st == WALK_DONE))
 			return w.n;
-		for (;;) {
-			if (st == WALK_NO_RULE)
-				break;
-			gate_enter();
-			int on = ha_frame_learn_at(w.ip, w.sp, w.bp);
-			gate_leave();
-			if (!on)
-				break;
-			st = rule_walk(buf, size, &w, NULL);
-			if (HA_LIKELY(st == WALK_DONE))
-				return w.n;
-		}
 	}
 	gate_enter();
 	int n = ha_frame_shared_unwind(buf, size, (void *)fp[1]);

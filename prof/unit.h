@@ -66,6 +66,12 @@ void find_cgroup_limits(void);
 void oom_check(uint64_t as, uint64_t rss);
 /* frame_rules.c */
 extern unsigned learned_at;   /* frames learned by learn_at */
+extern unsigned uncached;     /* frames stepped without the table */
+extern unsigned signal_steps; /* signal frames stepped by their record */
+extern int no_vm_readv;       /* read_checked's futex check instead */
+int read_checked(uintptr_t at, void *out, size_t len);
+/* unw_pipe.c */
+extern int ha_unw_refused;    /* libunwind's set-up pipe refused */
 /* stack.c */
 extern unsigned replayed;     /* walks replayed from the thread's last */
 #endif

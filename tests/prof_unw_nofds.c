@@ -1,11 +1,9 @@
 /* prof_unw_nofds — sampling opens no descriptor of its own.
  *
- * The unwinder starts libunwind before main with its validation pipe left
- * closed (prof/unw_pipe.c); a pipe appears only when a walk needs
- * libunwind's fast trace, which stacks of code with unwind info (this
- * program, libc) never do.  Hundreds of samples from many call sites, and
- * the program must see no descriptor it did not open: none beside what it
- * inherited, as under glibc. */
+ * libunwind's set-up has its validation pipe refused (prof/unw_pipe.c),
+ * and no walk of the profiler asks for one.  Hundreds of samples from many
+ * call sites, and the program must see no descriptor it did not open: none
+ * beside what it inherited, as under glibc. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>

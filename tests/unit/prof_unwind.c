@@ -1,13 +1,15 @@
 /* tests/unit/prof_unwind.c — unit tier for prof/stack.c's unwinders: every
  * stack the sampling hook captures must equal libunwind's own
  * unw_backtrace of the same stack, whether it was walked by the frame
- * rules, by the shared rows or by libunwind's fast trace; and a stack
+ * rules, by the shared rows, or stepped past a signal frame or a frame
+ * without unwind info; and a stack
  * whose frames are all learned must be walked by the rules alone.
  * A stack met for the first time below frames already learned is learned
  * from where the rules stop (learn_at), not by replaying every row.
  * Shapes: plain recursion (CFA from RSP), alloca of changing size (CFA
  * from RBP, learned at one size and walked at others), a frame too big
- * for a rule, a signal handler's frame, another thread, and 320 call sites
+ * for a rule, a signal handler's frame, a frame of bare assembly without
+ * unwind info (x86-64: stepped by its RBP), another thread, and 320 call sites
  * of one function: more than the table's first size holds, so it grows
  * (and what it knew is still walked by rules after).
  * The test builds of stack.c and frame_rules.c are linked in (learned_at:
@@ -176,6 +178,20 @@ static __attribute__((noinline)) void fan(int d, int k, int want)
 
 static int in_handler_ok;
 
+#if defined(__x86_64__)
+/* nocfi_call(fn): fn() from a frame of bare assembly with no unwind info */
+void nocfi_call(void (*fn)(void));
+__asm__(".text\n.globl nocfi_call\n.type nocfi_call,@function\nnocfi_call:\n"
+	"\tpush %rbp\n\tmov %rsp, %rbp\n\tcall *%rdi\n\tpop %rbp\n\tret\n"
+	".size nocfi_call, .-nocfi_call\n");
+
+static __attribute__((noinline)) void below_nocfi(void)
+{
+	capture(0, 1);        /* the frame above has no unwind info, no rule */
+	sink++;
+}
+#endif
+
 static void on_usr1(int sig)
 {
 	(void)sig;
@@ -245,6 +261,10 @@ int main(void)
 	raise(SIGUSR1);
 	raise(SIGUSR1);
 	CHECK(in_handler_ok);
+#if defined(__x86_64__)
+	nocfi_call(below_nocfi);   /* learned */
+	nocfi_call(below_nocfi);   /* stepped by RBP, kept as having no info */
+#endif
 
 	pthread_t t;
 	REQUIRE(pthread_create(&t, NULL, thread_main, NULL) == 0);
