@@ -171,11 +171,10 @@ void *ha_compat_malloc(size_t n)
 	unsigned cls = hdr_class(n);
 	ha_tlist *l = &tc->list[cls];
 	uint64_t *h = l->top[-1];
-	if (HA_UNLIKELY(!h) || HA_UNLIKELY(!ha_countdown_take(&tc->compat_left, (int64_t)n))) {
-		if (h)
-			tc->compat_left += (int64_t)n;
+	/* not taken when it does not cover n: the slow path charges it */
+	if (HA_UNLIKELY(!h) || HA_UNLIKELY(tc->compat_left - (int64_t)n <= 0))
 		return compat_malloc_slow(n);
-	}
+	tc->compat_left -= (int64_t)n;
 	l->top--;
 	l->room++;
 	tc->drawn += l->size;

@@ -99,21 +99,10 @@ static inline void ha_span_mark_recorded(void *p)
 	}
 }
 
-/* *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction
+/* The fast path's charge to this thread's countdown (through HA_SEG):
+ * *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction
  * whose flags the branch uses (the compiler otherwise loads, copies,
  * subtracts, stores and tests). */
-static inline int ha_countdown_take(int64_t *c, int64_t n)
-{
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-	int more;
-	__asm__("subq %2, %0" : "+m"(*c), "=@ccg"(more) : "er"(n));
-	return more;
-#else
-	return (*c -= n) > 0;
-#endif
-}
-
-/* ha_countdown_take on this thread's cache through HA_SEG. */
 static inline int ha_countdown_take_seg(int64_t HA_SEG *c, int64_t n)
 {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
