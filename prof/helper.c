@@ -19,9 +19,14 @@
  * process exits before the helper ran, so a signal right before exit is
  * never lost nor dumped twice.
  * After fork the child has no helper thread and must not share the
- * parent's pipe: postfork closes it, and the first profiler hook in the
- * child recreates both (ha_helper_ensure).  The helper never samples its
- * own allocations (ha_prof_busy stays set on it).
+ * parent's pipe: postfork closes it, and the child starts no thread from
+ * inside malloc (a child on its way to exec, or one that keeps to one
+ * thread, stays as it is).  It runs as a process whose helper could not
+ * start: its crossings write their own dumps, a signal delivered to it is
+ * dumped when it stops profiling or exits; time, RSS and timeline dumps
+ * are its parent's alone.  A session it starts itself starts a helper.
+ * The helper never samples its own allocations (ha_prof_busy stays set on
+ * it).
  * HEAP_PROFILE_HTTP's sockets (http_conn.c) are polled in the same loop: the
  * loop's timeout is also the nearest connection deadline or delta's end.
  */
@@ -44,7 +49,6 @@ static int signo;
 static struct sigaction old_action;
 static int installed;
 static pid_t helper_pid;      /* process that owns the running helper */
-static int helper_lost;       /* fork child: recreate at the next hook */
 static int queue;             /* writes queued threshold dumps */
 static int pending;           /* signals delivered, not yet dumped (atomic) */
 
@@ -210,16 +214,6 @@ void ha_helper_postfork_child(void)
 	pipe_rd = -1;
 	helper_pid = 0;
 	__atomic_store_n(&pending, 0, __ATOMIC_RELAXED);   /* the parent's to dump */
-	helper_lost = interval > 0 || signo > 0 || queue || ha_memwatch_period_ms() > 0 ||
-		      ha_prof_timeline_on();
-}
-
-void ha_helper_ensure(void)
-{
-	if (HA_LIKELY(!helper_lost))
-		return;
-	helper_lost = 0;
-	ha_helper_start(interval, signo, 0);
 }
 
 int ha_helper_wake(void)

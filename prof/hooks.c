@@ -10,8 +10,7 @@
  * before the next one: with several threads, the remaining distance to a
  * threshold divided by the number of threads.
  *
- * Owns this thread's threshold budgets (ha_countdown).  The sampling
- * path is the hot one: record_sample and sampled are inlined, so the
+ * The sampling path is the hot one: record_sample and sampled are inlined, so the
  * unwinder runs from the hook's own frame and nothing else is called.  Never
  * unwinds while holding a lock; never calls the public malloc while
  * holding one; a thread inside the profiler (ha_prof_busy) is never
@@ -23,7 +22,6 @@
 #include <errno.h>
 #include "prof/session.h"
 
-HA_TLS struct ha_countdown ha_countdown;
 /* The bucket this thread's last sample went to (its index + 1; 0 none)
  * and that sample's size: a program samples the same few stacks over and
  * over, and a match (checked frame by frame) needs no hash and no chain.
@@ -96,7 +94,6 @@ int64_t ha_prof_sample_distance(void)
 {
 	if (HA_UNLIKELY(ha_stack_calibrating()))
 		return -1;        /* every probe allocation: ha_prof_sampled learns the frames */
-	ha_helper_ensure();
 	return ha_sampler_next(ha_prof_rate());
 }
 
@@ -121,8 +118,9 @@ static inline __attribute__((always_inline)) int sampled(void *p, size_t req, si
 		__atomic_fetch_add(&ha_session.rec[0], size, __ATOMIC_RELAXED);
 		/* the totals see this block only now, after ha_prof_check ran
 		 * for it: check the thresholds and arm the peak's turn again
-		 * here, so that they fire at the allocation that crosses them */
-		ha_prof_check_thresholds();
+		 * here, so that they fire at the allocation that crosses them;
+		 * the allocator's budgets run on to its own next check */
+		(void)ha_prof_check_thresholds();
 	}
 	if (done && HA_UNLIKELY(ha_usdt_alloc_on()))
 		ha_usdt_alloc(p, req, size, ha_prof_rate());
@@ -191,10 +189,9 @@ void ha_prof_check(int64_t budget[2])
 		return;
 	}
 	ha_prof_busy = 1;
-	ha_prof_check_thresholds();
-	budget[0] = ha_countdown.tbudget;
-	if (ha_session.d_int > 0)     /* frees matter only to the deallocation interval */
-		budget[1] = ha_countdown.fbudget;
+	ha_budgets b = ha_prof_check_thresholds();
+	budget[0] = b.alloc;
+	budget[1] = b.freed;      /* INT64_MAX without a deallocation interval */
 	ha_prof_busy = 0;
 }
 

@@ -728,7 +728,6 @@ void ha_remote_end(void);
 /* 0 or errno.  queue: the helper also writes queued threshold dumps. */
 int ha_helper_start(int64_t time_interval, int signo, int queue);
 void ha_helper_postfork_child(void);
-void ha_helper_ensure(void);      /* recreate after fork when needed */
 /* Dump every signal delivered and not yet dumped (the helper, the exit
  * dump); _held: the caller holds ha_prof_dump_lock (ha_prof_stop). */
 void ha_helper_flush(void);

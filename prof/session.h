@@ -3,9 +3,8 @@
  * readers (remote.c copies it into the exported root; usdt.c reads whether it
  * runs) only: tests/unit/layering.sh fails on any other includer.
  *
- * Owns the declarations of the session (ha_session), the per-thread view
- * of the countdown (ha_countdown), the books of the dumps kept on disk
- * (ha_kept_dumps) and the threshold lock.  Everything here is hidden, so
+ * Owns the declarations of the session (ha_session), the books of the
+ * dumps kept on disk (ha_kept_dumps) and the threshold lock.  Everything here is hidden, so
  * an access costs what it did when it was file-static.  Lock order and
  * fork rules: prof/prof.h.
  */
@@ -74,22 +73,19 @@ struct ha_kept_dumps {
 };
 extern HA_HIDDEN struct ha_kept_dumps ha_kept_dumps;
 
-/* This thread's threshold budgets, as triggers.c sets them at each check
- * (hooks.c hands them to the allocator). */
-struct ha_countdown {
-	int64_t tbudget;          /* allocation bytes until the next check */
-	int64_t fbudget;          /* freed bytes until the next check */
-};
-extern HA_TLS HA_HIDDEN struct ha_countdown ha_countdown;
-
 /* This thread holds every lock (prefork); session.c. */
 extern HA_TLS HA_HIDDEN int ha_prof_fork_window;
 
 /* ---- triggers.c ---------------------------------------------------------- */
 /* Bytes of allocation after which a threshold may fire (>= 0), from t. */
 HA_HIDDEN int64_t ha_prof_alloc_room(const uint64_t t[2]);
-/* The threshold check of an allocating or freeing thread (sets its budgets). */
-HA_HIDDEN void ha_prof_check_thresholds(void);
+/* The threshold check of an allocating or freeing thread; it returns the
+ * thread's budgets: the bytes it may allocate, and free, before its next
+ * check (INT64_MAX: none). */
+typedef struct ha_budgets {
+	int64_t alloc, freed;
+} ha_budgets;
+HA_HIDDEN ha_budgets ha_prof_check_thresholds(void);
 /* Write the queued threshold dump, if any.  Caller holds ha_prof_dump_lock. */
 HA_HIDDEN void ha_prof_write_pending_locked(void);
 

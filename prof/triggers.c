@@ -133,16 +133,17 @@ void ha_prof_write_pending_locked(void)
  * order of reasons; an automatic dump resets every baseline.  The dump is
  * queued for the helper (default mode) or written here (compatibility
  * mode, or no helper to write it). */
-void ha_prof_check_thresholds(void)
+ha_budgets ha_prof_check_thresholds(void)
 {
+	ha_budgets bud = { INT64_MAX, INT64_MAX };
 	uint64_t t[2];
 	ha_prof_totals(t);
 	if (ha_session.running)
 		ha_peak_arm(ha_inuse_of(t));   /* past a step: the next free copies */
 	if (ha_prof_alloc_room(t) > 0 && free_room(t) > 0 && ha_session.running) {
-		ha_countdown.tbudget = per_thread(ha_prof_alloc_room(t));
-		ha_countdown.fbudget = per_thread(free_room(t));
-		return;
+		bud.alloc = per_thread(ha_prof_alloc_room(t));
+		bud.freed = per_thread(free_room(t));
+		return bud;
 	}
 	int sync = ha_session.compat;
 	if (sync)
@@ -179,10 +180,8 @@ void ha_prof_check_thresholds(void)
 			if (inuse > ha_session.high_water)
 				ha_session.high_water = inuse;
 		}
-		ha_countdown.tbudget = per_thread(ha_prof_alloc_room(t));
-		ha_countdown.fbudget = per_thread(free_room(t));
-	} else {
-		ha_countdown.tbudget = ha_countdown.fbudget = INT64_MAX;
+		bud.alloc = per_thread(ha_prof_alloc_room(t));
+		bud.freed = per_thread(free_room(t));
 	}
 	ha_plock_unlock(&ha_prof_thr_lock);
 	if (queued && !sync && ha_helper_wake() != 0) {
@@ -193,6 +192,7 @@ void ha_prof_check_thresholds(void)
 		ha_prof_write_pending_locked();
 		ha_unlock(&ha_prof_dump_lock);
 	}
+	return bud;
 }
 
 /* The helper's half: write the queued threshold dump. */
