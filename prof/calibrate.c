@@ -78,7 +78,7 @@ static double p_of(double avg, int64_t r)
 
 double ha_calib_rse(uint64_t c, uint64_t b, int64_t r)
 {
-	if (r <= 1 || !c || !b)
+	if (ha_rate_records_all(r) || !c || !b)
 		return 0;
 	double p = p_of((double)b / (double)c, r);
 	return sqrt_pos((1 - p) / (double)c);
@@ -148,7 +148,7 @@ uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_li
 {
 	memset(c, 0, sizeof *c);
 	c->r = r;
-	if (r <= 1 || (set && !set->books_set) || !ha_prof_opt.calibrate || !n)
+	if (ha_rate_records_all(r) || (set && !set->books_set) || !ha_prof_opt.calibrate || !n)
 		return NULL;
 	uint64_t t[2];
 	if (set) {
@@ -271,7 +271,7 @@ static void factor(char *buf, size_t cap, double f)
 int ha_calib_comment(const ha_calib *c, int i, char *buf, size_t cap)
 {
 	char a[32], b[32], e[32];
-	if (c->r <= 1) {
+	if (ha_rate_records_all(c->r)) {
 		if (i == 0)
 			return ha_snprintf(buf, cap, "heapalloc: every allocation recorded; values are "
 					   "exact, in requested bytes, and add up to the totals "

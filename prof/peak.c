@@ -110,14 +110,14 @@ void ha_peak_reset(int64_t interval, int64_t rate)
 	ha_peak_drop();
 	ha_plock_lock(&peak_lock);
 	peak.first = interval > 0 ? (uint64_t)interval : 0;
-	peak.gap = rate > 1 ? PEAK_GAP_RATES * (uint64_t)rate : 0;
+	peak.gap = !ha_rate_records_all(rate) ? PEAK_GAP_RATES * (uint64_t)rate : 0;
 	peak.version = peak.written = 0;
 	__atomic_store_n(&peak.high, 0, __ATOMIC_RELAXED);
 	peak.live = 1;
 	peak.image_ok = 0;
-	if (rate <= 1 && !ha_prof_compat() && peak.first && !marks.list)
+	if (ha_rate_records_all(rate) && !ha_prof_compat() && peak.first && !marks.list)
 		marks.list = ha_raw_malloc(MARKS_CAP * sizeof *marks.list);
-	if (rate <= 1 && !ha_prof_compat() && peak.first && marks.list) {
+	if (ha_rate_records_all(rate) && !ha_prof_compat() && peak.first && marks.list) {
 		memset(marks.list, 0, MARKS_CAP * sizeof *marks.list);
 		__atomic_store_n(&marks.n, 0, __ATOMIC_RELAXED);
 		marks.done = 0;

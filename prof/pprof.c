@@ -119,7 +119,7 @@ static uint32_t loc_id(ha_loc_table *t, uintptr_t a)
 /* Go's scaleHeapSample: unsample one count/bytes pair. */
 static void unsample(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)
 {
-	if (!c || !b || r <= 1) {
+	if (!c || !b || ha_rate_records_all(r)) {
 		*oc = c;
 		*ob = b;
 		return;
@@ -251,7 +251,7 @@ static void sample_labels(pb_buf *m, const ha_line *l, int64_t r)
 	pb_int(&lb, PB_LABEL_NUM, l->alloc_count ? l->alloc_bytes / l->alloc_count
 					       : l->free_bytes / l->free_count);
 	pb_bytes(m, PB_SAMPLE_LABEL, lab, lb.len);
-	if (r <= 1)
+	if (ha_rate_records_all(r))
 		return;
 	uint64_t ic = l->alloc_count - l->free_count;
 	double e = ic ? ha_calib_rse(ic, l->alloc_bytes - l->free_bytes, r)
@@ -431,7 +431,7 @@ static void scalars(ha_out *o, int64_t r, const ha_pprof_how *how, int nc)
 	ha_out_bytes(o, (const char *)t, m.len);
 	value_type(o, PB_PROFILE_PERIOD_TYPE, S_SPACE, S_BYTES);
 	m.len = 0;
-	pb_int(&m, PB_PROFILE_PERIOD, (uint64_t)(r > 1 ? r : 1));
+	pb_int(&m, PB_PROFILE_PERIOD, (uint64_t)(ha_rate_records_all(r) ? 1 : r));
 	pb_int(&m, PB_PROFILE_DEFAULT_SAMPLE_TYPE,
 	       how && how->alloc_default ? S_ALLOC_SPACE : S_INUSE_SPACE);
 	for (int i = 0; i < nc; i++)

@@ -3,7 +3,8 @@
  * Files (one noun each), prototypes grouped below under the file that
  * defines them:
  *   options.c      the ONE table of environment switches and its parser
- *   sampler.c      exponential sampling intervals (per-thread countdowns)
+ *   sampler.c      the sampler's draws and unsampling (sampler.h: the chance
+ *                  of a sample; the countdowns are the allocator's)
  *   stack.c        stack capture with libunwind (with frame_rules.c, its
  *                  only includers): our ranges, the probe, the fork gate
  *   frame_rules.c  the learned frame cache: rows, rules, the row walk
@@ -37,7 +38,8 @@
  *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
  *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
  *   triggers.c     totals, the threshold books and the queued threshold dump
- *   hooks.c        the allocator hooks: due, sampled, on_free, check
+ *   hooks.c        the allocator hooks: the sample distance, sampled,
+ *                  on_free, check, turn (alloc/hooks.h)
  *   usdt.c         the otel_memory USDT probes and the sampling they switch on
  *   dump.c         writing a numbered dump (and the peak, stats, log line)
  *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
@@ -145,10 +147,18 @@ void ha_options_load(void);
 void ha_options_load_from(char *const *env);
 
 /* ---- sampler.c ----------------------------------------------------------- */
-/* Next exponential distance in bytes with mean r (r <= 1: 0). */
+/* At mean interval r every allocation is recorded (requested bytes, no
+ * unsampling): the one test of it, for a profile of this process
+ * (ha_prof_records_all) or of tables copied out of another. */
+static inline int ha_rate_records_all(int64_t r)
+{
+	return r <= 1;
+}
+/* Next exponential distance in bytes with mean r (0 when it records all). */
 int64_t ha_sampler_next(int64_t r);
 /* What a sampled object of req bytes stands for at mean interval r:
- * req / (1 - exp(-req / r)), pprof's unsampling (req itself when r <= 1). */
+ * req / (1 - exp(-req / r)), pprof's unsampling (req itself when it
+ * records all). */
 uint64_t ha_sampler_unsample(uint64_t req, int64_t r);
 double ha_exp_neg(double y);            /* e^y for y <= 0, no libm */
 double ha_ln(double x);                 /* ln(x) for x > 0 normal, no libm */
@@ -372,6 +382,11 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set);
 int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set);
 /* set's lines, or a fresh snapshot of the live table (*own: raw-free it). */
 const ha_line *ha_lines_of(const ha_lineset *set, size_t *n, int *own);
+/* A dump's working memory (raw memory, or the reserve when one is set);
+ * the reserve is set and used only under ha_prof_dump_lock. */
+void *ha_dump_mem(size_t n);
+void ha_dump_mem_free(void *p);
+void ha_dump_mem_reserve(void *base, size_t cap);
 
 /* ---- peak.c -------------------------------------------------------------- */
 /* The profile as it stood at the highest in-use total: copied at the turn,
@@ -462,10 +477,12 @@ uint64_t ha_age_seconds(uint64_t now, uint64_t t);
  * the weights before k.  cum: W_k, part: w[k], sum: W. */
 uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum);
 
-/* ---- leaks.c (and naming.c) ----------------------------------------------- */
-/* PREFIX[_PID].leaks.pb.gz into pb: 1, or 0 when the session writes no
- * files (no HEAPPROFILE).  naming.c. */
+/* ---- naming.c (the rest: prof/session.h) ---------------------------------- */
+/* PREFIX[_PID].leaks.pb.gz into pb (for leaks.c): 1, or 0 when the session
+ * writes no files (no HEAPPROFILE). */
 int ha_naming_leaks(char *pb, size_t cap);
+
+/* ---- leaks.c --------------------------------------------------------------- */
 /* HEAP_PROFILE_LEAKS: the leak scan at exit (an atexit handler, after the
  * exit dump); may end the process with HEAP_PROFILE_LEAKS_STATUS. */
 void ha_leaks_at_exit(void);
@@ -497,11 +514,6 @@ void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const 
 struct timespec;
 void ha_dumplog_row(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		    const char *reason, const struct timespec *at);
-/* A dump's working memory (raw memory, or the reserve when one is set);
- * the reserve is set and used only under ha_prof_dump_lock. */
-void *ha_dump_mem(size_t n);
-void ha_dump_mem_free(void *p);
-void ha_dump_mem_reserve(void *base, size_t cap);
 
 /* ---- mmap_hook.c ----------------------------------------------------------
  * (ha_prof_mmap_counts, ha_prof_mapped, ha_prof_unmapped: alloc/hooks.h) */
@@ -560,7 +572,7 @@ void ha_names_postfork_child(void);
 enum { HA_CALIB_EXACT, HA_CALIB_BOUNDED, HA_CALIB_UNSAMPLED };
 typedef struct ha_calib {
 	int64_t r;                /* the sampling interval */
-	int scaled;               /* values scaled to the books (else pprof's estimates, or raw at r <= 1) */
+	int scaled;               /* values scaled to the books (else pprof's estimates, or raw when all are recorded) */
 	int inuse;                /* HA_CALIB_EXACT: in use is the books' figure; BOUNDED: an estimate within bounds; UNSAMPLED: in use but none of it sampled, so none shown */
 	uint64_t books[2];        /* the books since the start: allocated, in use */
 	uint64_t bound;           /* at most this much of the session's blocks is in use */
@@ -572,7 +584,7 @@ typedef struct ha_calib {
 /* The values to write for lines[0..n) at interval r: v[4 * i + k], k in
  * pprof's order (alloc objects, alloc bytes, in-use objects, in-use bytes),
  * unsampled and scaled to the books' totals, adding up to them (set: its
- * own books); NULL when not calibrated (r <= 1, switched off, a saved set
+ * own books); NULL when not calibrated (all recorded, switched off, a saved set
  * without books, nothing sampled, or no memory): write the raw lines.
  * ha_dump_mem memory (ha_dump_mem_free it).  c says what was done. */
 uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_lineset *set,
@@ -610,7 +622,7 @@ static inline int64_t ha_prof_rate(void)
 }
 static inline int ha_prof_records_all(void)
 {
-	return ha_prof_rate() <= 1;
+	return ha_rate_records_all(ha_prof_rate());
 }
 /* The session counts requested bytes (HEAP_PROFILE_EXACT_TOTALS). */
 int ha_prof_compat(void);

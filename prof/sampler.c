@@ -248,7 +248,7 @@ double ha_exp_neg(double y)
 
 uint64_t ha_sampler_unsample(uint64_t req, int64_t r)
 {
-	if (r <= 1 || req == 0)
+	if (ha_rate_records_all(r) || req == 0)
 		return req;
 	double x = (double)req / (double)r;
 	return (uint64_t)((double)req / ha_sample_p(x) + 0.5);
@@ -256,7 +256,7 @@ uint64_t ha_sampler_unsample(uint64_t req, int64_t r)
 
 int64_t ha_sampler_next(int64_t r)
 {
-	if (r <= 1)
+	if (ha_rate_records_all(r))
 		return 0;
 	/* U in (0, 1]: 53 random bits, +1 so ln never sees 0 */
 	double u = ((double)(rng_next() >> 11) + 1.0) * (1.0 / 9007199254740992.0);

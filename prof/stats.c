@@ -467,7 +467,7 @@ static void write_stats(ha_out *o, const char *dump, const char *reason, uint64_
 	ha_out_str(o, " (");
 	ha_out_str(o, reason);
 	ha_out_str(o, ")\n# name value(bytes) meaning\n");
-	line(o, "heap.in_use", inuse, ha_prof_rate() <= 1 || ha_prof_compat()
+	line(o, "heap.in_use", inuse, ha_prof_records_all() || ha_prof_compat()
 	     ? "bytes in use since profiling started (requested bytes, as the profile's lines)"
 	     : "bytes in use since profiling started (the books: size-class bytes)");
 	line(o, "heap.peak_in_use", peak, "in use at PREFIX.peak.heap's copy (0: none yet)");

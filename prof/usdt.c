@@ -107,8 +107,8 @@ HA_NOINLINE void ha_usdt_fire_free(void *p)
 
 void ha_usdt_alloc(void *p, size_t req, size_t size, int64_t r)
 {
-	/* r <= 1: everything is recorded, each block stands for itself */
-	ha_usdt_fire_alloc(p, req, r <= 1 ? size : ha_sampler_unsample(size, r));
+	/* everything recorded: each block stands for itself */
+	ha_usdt_fire_alloc(p, req, ha_rate_records_all(r) ? size : ha_sampler_unsample(size, r));
 }
 
 int ha_usdt_sampled(void *p, size_t req, size_t size, uint32_t *kept)
@@ -119,7 +119,7 @@ int ha_usdt_sampled(void *p, size_t req, size_t size, uint32_t *kept)
 	__atomic_fetch_add(&usdt.samples, 1, __ATOMIC_RELAXED);
 	if (!ha_usdt_alloc_on())
 		return 0;         /* detached: no alloc fired, so no free either */
-	ha_usdt_alloc(p, req, r <= 1 ? req : size, r);
+	ha_usdt_alloc(p, req, ha_rate_records_all(r) ? req : size, r);
 	if (kept)
 		*kept = USDT_REC;
 	return 1;

@@ -306,7 +306,7 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set)
 	}
 	ha_out_str(o, "heap profile: ");
 	out_counts(o, t[0], t[1], t[2], t[3]);
-	if (r > 1 && !cv) {
+	if (!ha_rate_records_all(r) && !cv) {
 		ha_out_str(o, " heap_v2/");
 		ha_out_u64(o, (uint64_t)r, 0);
 		ha_out_str(o, "\n");

@@ -263,7 +263,7 @@ int ha_prof_compat(void)
 void ha_prof_totals(uint64_t out[2])
 {
 	uint64_t b[2], q[2];
-	if (cp.rate <= 1 && !ha_prof_compat()) {
+	if (ha_rate_records_all(cp.rate) && !ha_prof_compat()) {
 		ha_totals_of(cp.rec, NULL, NULL, NULL, NULL, 0, out);
 		return;
 	}
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 	ha_prof_opt.calibrate = (cp.flags & HA_ROOT_CALIBRATE) != 0;
 	for (int i = 0; i < cp.nnotes; i++)
 		ha_pprof_notes[i] = cp.notes[i];
-	int64_t r = cp.rate > 1 ? cp.rate : 1;
+	int64_t r = ha_rate_records_all(cp.rate) ? 1 : cp.rate;
 	/* the totals this profile adds up to, as a dump holds them */
 	uint64_t t[2];
 	ha_prof_totals(t);
@@ -361,7 +361,7 @@ int main(int argc, char **argv)
 			sites += cp.lines[i].alloc_count && cp.lines[i].b->depth;
 		ha_calib cal;
 		uint64_t *cv = ha_calib_values(cp.lines, cp.n, r, NULL, &cal);
-		int scaled = cv != NULL || r <= 1;
+		int scaled = cv != NULL || ha_rate_records_all(r);
 		free(cv);
 		dprintf(summary, "%" PRIu64 " %" PRIu64 " %zu %d\n", t[0], t[1], sites, scaled);
 	}
