@@ -45,7 +45,6 @@
 #include <unistd.h>
 
 #include "prof/pprof.h"
-#include "prof/sampler.h"
 
 /* Fixed strings, index = position (index 0 must be ""); the lifetime
  * bins' ranges (ages.c) follow them. */
@@ -116,20 +115,6 @@ static uint32_t loc_id(ha_loc_table *t, uintptr_t a)
 	return t->id[i];
 }
 
-/* Go's scaleHeapSample: unsample one count/bytes pair. */
-static void unsample(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)
-{
-	if (!c || !b || ha_rate_records_all(r)) {
-		*oc = c;
-		*ob = b;
-		return;
-	}
-	double avg = (double)b / (double)c;
-	double scale = 1.0 / ha_sample_p(avg / (double)r);
-	*oc = (uint64_t)((double)c * scale);
-	*ob = (uint64_t)((double)b * scale);
-}
-
 /* Flush the part of a message buffer that is complete into o. */
 void ha_pprof_emit(ha_out *o, unsigned field, const pb_buf *m)
 {
@@ -164,17 +149,17 @@ static void value_type(ha_out *o, unsigned field, uint64_t type, uint64_t unit)
 /* Unsample an in-use pair that may be negative (a delta's lines, prof/http_request.c):
  * a shrinking pair is unsampled as its growth, negated; mixed signs are
  * left as they are. */
-static void unsample_signed(uint64_t c, uint64_t b, int64_t r, uint64_t *oc, uint64_t *ob)
+static void unsample_signed(uint64_t c, uint64_t b, int64_t r, uint64_t out[2])
 {
 	if ((int64_t)c >= 0 && (int64_t)b >= 0) {
-		unsample(c, b, r, oc, ob);
+		ha_sampler_unsample_pair(c, b, r, out);
 	} else if ((int64_t)c <= 0 && (int64_t)b <= 0) {
-		unsample(-c, -b, r, oc, ob);
-		*oc = -*oc;
-		*ob = -*ob;
+		ha_sampler_unsample_pair(-c, -b, r, out);
+		out[0] = -out[0];
+		out[1] = -out[1];
 	} else {
-		*oc = c;
-		*ob = b;
+		out[0] = c;
+		out[1] = b;
 	}
 }
 
@@ -376,9 +361,9 @@ static int samples(ha_out *o, ha_pprof_enc *e, const ha_line *lines, size_t n,
 		if (cv) {
 			memcpy(v, &cv[4 * i], sizeof v);
 		} else {
-			unsample(l->alloc_count, l->alloc_bytes, r, &v[0], &v[1]);
+			ha_sampler_unsample_pair(l->alloc_count, l->alloc_bytes, r, &v[0]);
 			unsample_signed(l->alloc_count - l->free_count,
-					l->alloc_bytes - l->free_bytes, r, &v[2], &v[3]);
+					l->alloc_bytes - l->free_bytes, r, &v[2]);
 		}
 		if (ag && ag->v)
 			split_line(o, ids, depth, v, l, r, ag);

@@ -160,6 +160,12 @@ int64_t ha_sampler_next(int64_t r);
  * req / (1 - exp(-req / r)), pprof's unsampling (req itself when it
  * records all). */
 uint64_t ha_sampler_unsample(uint64_t req, int64_t r);
+/* Go's scaleHeapSample, what both pprofs apply to a heap_v2/R line: c
+ * objects of b bytes sampled at r stand for out[0] objects of out[1]
+ * bytes (truncated, as Go does; c, b themselves when it records all).
+ * The one unsampling of a count/bytes pair: pprof.c's encoder, and the
+ * commands (heapalloc-profile unsample, heapalloc-symbolize). */
+void ha_sampler_unsample_pair(uint64_t c, uint64_t b, int64_t r, uint64_t out[2]);
 double ha_exp_neg(double y);            /* e^y for y <= 0, no libm */
 double ha_ln(double x);                 /* ln(x) for x > 0 normal, no libm */
 void ha_sampler_seed(uint64_t seed);

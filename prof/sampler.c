@@ -254,6 +254,18 @@ uint64_t ha_sampler_unsample(uint64_t req, int64_t r)
 	return (uint64_t)((double)req / ha_sample_p(x) + 0.5);
 }
 
+void ha_sampler_unsample_pair(uint64_t c, uint64_t b, int64_t r, uint64_t out[2])
+{
+	if (!c || !b || ha_rate_records_all(r)) {
+		out[0] = c;
+		out[1] = b;
+		return;
+	}
+	double scale = 1.0 / ha_sample_p((double)b / (double)c / (double)r);
+	out[0] = (uint64_t)((double)c * scale);
+	out[1] = (uint64_t)((double)b * scale);
+}
+
 int64_t ha_sampler_next(int64_t r)
 {
 	if (ha_rate_records_all(r))

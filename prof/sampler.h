@@ -1,7 +1,8 @@
 /* prof/sampler.h — the chance that sampling at mean interval R picks an
- * allocation of x·R bytes: p = 1 − e^(−x).  sampler.c (unsampling a size),
- * calibrate.c (a site's relative standard error) and pprof.c (Go's
- * scaleHeapSample) all divide by it or use it, so they share this one.
+ * allocation of x·R bytes: p = 1 − e^(−x).  sampler.c (unsampling a size,
+ * and Go's scaleHeapSample of a count/bytes pair, which pprof.c and the
+ * commands call) and calibrate.c (a site's relative standard error) divide
+ * by it or use it, so they share this one.
  * (Header-only until prof.h's sampler.c group can take it.)
  *
  * For small x, 1 − e^(−x) cancels: x = 1e-6 keeps only ~10 good digits.

@@ -3,6 +3,7 @@
  * PID`, `heapalloc leaks PID -o`).
  *
  *     heapalloc-profile PID text|pprof|alloc [--summary FD] < TABLES > PROFILE
+ *     heapalloc-profile unsample R < PAIRS > PAIRS
  *
  * TABLES: what tools/ha_proc.py copied out of process PID's memory
  * (prof/root.h's tables), one record a line:
@@ -20,6 +21,9 @@
  * bytes an in-process dump of the same tables writes.  --summary FD: one
  * line "TOTAL_ALLOCATED TOTAL_FREED SITES CALIBRATED" there.  Exit 0; 1
  * after one stderr line.
+ * unsample: each line "COUNT BYTES" of a heap_v2/R profile sampled at R,
+ * as pprof reads it (ha_sampler_unsample_pair), for the commands that read
+ * text profiles (tools/ha_textdump.py), so the formula has one home.
  *
  * Owns parsing the tables and the other side of the interface the writers
  * use in a process (prof/prof.h: the table snapshot, the live samples, the
@@ -297,8 +301,34 @@ static void put(ha_out *o, FILE *f)
 		o->err = errno ? errno : EIO;
 }
 
+/* heapalloc-profile unsample R: stdin's "COUNT BYTES" lines unsampled. */
+static int unsample_main(const char *rate)
+{
+	char *end;
+	errno = 0;
+	long long r = strtoll(rate, &end, 10);
+	if (end == rate || *end || errno || r < 0)
+		die("unsample: the rate is not a count of bytes: %s", rate);
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, stdin) > 0) {
+		char *s = line;
+		uint64_t v[2], out[2];
+		if (nums(&s, v, 2))
+			die("unsample: a line is not \"COUNT BYTES\"");
+		ha_sampler_unsample_pair(v[0], v[1], (int64_t)r, out);
+		printf("%" PRIu64 " %" PRIu64 "\n", out[0], out[1]);
+	}
+	free(line);
+	if (fflush(stdout) || ferror(stdout))
+		die("unsample: cannot write its output");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "unsample"))
+		return unsample_main(argv[2]);
 	int pid = 0, summary = -1;
 	const char *fmt = NULL;
 	for (int i = 1; i < argc; i++) {
