@@ -3,8 +3,9 @@
  * Files (one noun each), prototypes grouped below under the file that
  * defines them:
  *   options.c      the ONE table of environment switches and its parser
- *   sampler.c      the sampler's draws and unsampling (sampler.h: the chance
- *                  of a sample; the countdowns are the allocator's)
+ *   sampler.c      the sampler's draws and unsampling (the countdowns are
+ *                  the allocator's; sampler.h: the chance of a sample and a
+ *                  pair's unsampling, standalone, shared with the commands)
  *   stack.c        stack capture with libunwind (with frame_rules.c, its
  *                  only includers): our ranges, the probe, the fork gate
  *   frame_rules.c  the learned frame cache: rows, rules, the row walk
@@ -93,6 +94,7 @@
 #include "alloc/log.h"
 #include "alloc/sys.h"
 #include "alloc/hooks.h"   /* all the profiler may call in the allocator */
+#include "prof/sampler.h"  /* the sampler's standalone part */
 
 #define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
 
@@ -160,15 +162,9 @@ int64_t ha_sampler_next(int64_t r);
  * req / (1 - exp(-req / r)), pprof's unsampling (req itself when it
  * records all). */
 uint64_t ha_sampler_unsample(uint64_t req, int64_t r);
-/* Go's scaleHeapSample, what both pprofs apply to a heap_v2/R line: c
- * objects of b bytes sampled at r stand for out[0] objects of out[1]
- * bytes (truncated, as Go does; c, b themselves when it records all).
- * The one unsampling of a count/bytes pair: pprof.c's encoder, and the
- * commands (heapalloc-profile unsample, heapalloc-symbolize). */
-void ha_sampler_unsample_pair(uint64_t c, uint64_t b, int64_t r, uint64_t out[2]);
-double ha_exp_neg(double y);            /* e^y for y <= 0, no libm */
-double ha_ln(double x);                 /* ln(x) for x > 0 normal, no libm */
 void ha_sampler_seed(uint64_t seed);
+/* (ha_sampler_unsample_pair, ha_exp_neg, ha_ln, ha_sample_p: the part the
+ * commands share, prof/sampler.h) */
 
 /* ---- stack.c --------------------------------------------------------------- */
 /* Find heapalloc's and libunwind's text, pick the cache policy.  Call with no

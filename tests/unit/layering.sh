@@ -4,8 +4,9 @@
 # alloc/ only the interface (hooks.h) and the shared helpers (base.h,
 # debug.h, env.h, lock.h, log.h, sys.h) and never sym/, which it reaches only by dlopen;
 # sym/ (the symboliser plugin) includes of the library only the plugin
-# interface prof/sym_abi.h; tools/ includes neither's internals but the three
-# standalone interfaces it shares (prof/pb.h, prof/leakscan.h, alloc/env.h),
+# interface prof/sym_abi.h; tools/ includes neither's internals but the
+# standalone interfaces it shares (prof/pb.h, prof/leakscan.h, prof/sampler.h,
+# alloc/env.h),
 # and tools/profile.c, which links prof/'s writers and answers the calls they
 # make, their headers (prof/prof.h, pprof.h, root.h).  (That the
 # allocator links without the profiler is tests/unit/alloc_units; that the
@@ -30,8 +31,8 @@ for f in "$top"/sym/*.[ch]; do
 		bad "$f includes library internals"
 done
 for f in "$top"/tools/*.c; do
-	writers='"prof/\(pb\|leakscan\)\.h"'
-	[ "$(basename "$f")" = profile.c ] && writers='"prof/\(pb\|leakscan\|prof\|pprof\|root\)\.h"'
+	writers='"prof/\(pb\|leakscan\|sampler\)\.h"'
+	[ "$(basename "$f")" = profile.c ] && writers='"prof/\(pb\|leakscan\|sampler\|prof\|pprof\|root\)\.h"'
 	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v "$writers" |
 		grep -v '"alloc/env\.h"' &&
 		bad "$f includes library internals"
