@@ -1,11 +1,18 @@
 /* prof/prof.h — the heap profiler's internal map.
  *
- * Files (one noun each), prototypes grouped below under the file that
- * defines them:
- *   options.c      the ONE table of environment switches and its parser
+ * Files (one noun each) in four rooms (each folder's README says what it
+ * owns); prototypes grouped below under the file that defines them.  The
+ * headers they share are here: this map, sampler.h (the chance of a sample
+ * and a pair's unsampling, standalone, shared with the commands), root.h
+ * (heapalloc_root's layout), pb.h (protobuf wire encoders), leakscan.h,
+ * heapsort.h, sym_abi.h (the symboliser plugin's interface), environ.h,
+ * unit.h (the unit tests' seams).
+ *
+ * capture/: a sampled allocation and its free
+ *   hooks.c        the allocator hooks: the sample distance, sampled,
+ *                  on_free, check, turn (alloc/hooks.h)
  *   sampler.c      the sampler's draws and unsampling (the countdowns are
- *                  the allocator's; sampler.h: the chance of a sample and a
- *                  pair's unsampling, standalone, shared with the commands)
+ *                  the allocator's)
  *   stack.c        stack capture with libunwind (with frame_rules.c, its
  *                  only includers): our ranges, the probe, the fork gate
  *   frame_rules.c  the learned frame cache: rows, rules, the row walk
@@ -16,14 +23,29 @@
  *   object_map.c   sampled object address -> bucket, size, time
  *   ages.c         ages of live samples, lifetimes of freed ones (the clock,
  *                  the lifetime bins, a dump's copy of the times)
- *   leakscan.c     a leak scan's conservative mark over /proc/PID/mem (shared
- *                  with tools/leakscan.c; leakscan.h: its interface)
- *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
+ *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
+ *
+ * session/: a session's life, and what asks for a dump
+ *   options.c      the ONE table of environment switches and its parser
+ *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
+ *   triggers.c     totals, the threshold books and the queued threshold dump
+ *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
+ *   dump.c         writing a numbered dump (and the peak, stats, log line)
+ *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
+ *   (session.h: the state those and hooks.c share; theirs only)
+ *   helper.c       the helper thread: time, signal and queued threshold dumps
+ *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
+ *   usdt.c         the otel_memory USDT probes and the sampling they switch on
+ *   api.c          public API (heapalloc_*) and the gperftools API
+ *
+ * output/: what a dump writes
  *   writer.c       the gperftools text format, memory map, temp+rename
- *                  (writer.c, calibrate.c, pprof.c, mappings.c, ages.c, gzip.c
- *                  and sampler.c are also linked into tools/heapalloc-profile,
- *                  whose tools/profile.c answers the calls they make here
- *                  from tables copied out of another process)
+ *                  (writer.c, calibrate.c, pprof.c, mappings.c, gzip.c and
+ *                  capture/'s ages.c and sampler.c are also linked into
+ *                  tools/heapalloc-profile, whose tools/profile.c answers the
+ *                  calls they make here from tables copied out of another
+ *                  process)
+ *   calibrate.c    sampled estimates scaled to the books' exact totals
  *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
  *   mappings.c     its executable mappings and their GNU build IDs
  *   pprof_named.c  a served profile named in process (the symboliser
@@ -32,24 +54,15 @@
  *                  the hand-off to writer.c's temp name and rename
  *   sym_loader.c   loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
- *   calibrate.c    sampled estimates scaled to the books' exact totals
- *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
- *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
- *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
- *   triggers.c     totals, the threshold books and the queued threshold dump
- *   hooks.c        the allocator hooks: the sample distance, sampled,
- *                  on_free, check, turn (alloc/hooks.h)
- *   usdt.c         the otel_memory USDT probes and the sampling they switch on
- *   dump.c         writing a numbered dump (and the peak, stats, log line)
- *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
- *   (session.h: the state those five share; theirs only)
- *   helper.c       the helper thread: time, signal and queued threshold dumps
- *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
+ *   leakscan.c     a leak scan's conservative mark over /proc/PID/mem (shared
+ *                  with tools/leakscan.c; leakscan.h: its interface)
+ *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
+ *
+ * serve/: the running process read by others
  *   http_*.c       HEAP_PROFILE_HTTP: /debug/pprof/heap and /allocs (polled by
  *                  helper): listen, connections, requests (http.h: theirs)
- *   api.c          public API (heapalloc_*) and the gperftools API
  *   remote.c       heapalloc_root: where a reader outside the process finds
  *                  the table and the books (root.h: its layout)
  *
@@ -209,7 +222,7 @@ static inline int ha_stack_calibrating(void)
 }
 void ha_stack_calibrate_frame(void);
 
-/* ---- frame_rules.c (the rest: prof/frame_rules.h) -------------------------- */
+/* ---- frame_rules.c (the rest: prof/capture/frame_rules.h) -------------------------- */
 /* Bytes the frame cache holds: the table's sizes used so far, the rows
  * kept, the scratch stack once used (counted in prof_memory). */
 uint64_t ha_frame_memory(void);
@@ -479,7 +492,7 @@ uint64_t ha_age_seconds(uint64_t now, uint64_t t);
  * the weights before k.  cum: W_k, part: w[k], sum: W. */
 uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum);
 
-/* ---- naming.c (the rest: prof/session.h) ---------------------------------- */
+/* ---- naming.c (the rest: prof/session/session.h) ---------------------------------- */
 /* PREFIX[_PID].leaks.pb.gz into pb (for leaks.c): 1, or 0 when the session
  * writes no files (no HEAPPROFILE). */
 int ha_naming_leaks(char *pb, size_t cap);
@@ -536,12 +549,12 @@ int ha_gzip_to(ha_out *dst, const char *data, size_t n);
  * errno. */
 int ha_gzip_file(const char *path, const char *data, size_t n);
 
-/* ---- pprof.c, pprof_named.c (and mappings.c; prof/pprof.h: theirs) ------ */
+/* ---- pprof.c, pprof_named.c (and mappings.c; prof/output/pprof.h: theirs) ------ */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
-/* How a served profile differs from a dump's (prof/http_request.c). */
+/* How a served profile differs from a dump's (prof/serve/http_request.c). */
 typedef struct ha_pprof_how {
 	int alloc_default;        /* default sample type alloc_space, not inuse_space */
 	int64_t duration_ns;      /* a delta's window (duration_nanos), 0 none */
@@ -550,7 +563,7 @@ typedef struct ha_pprof_how {
 /* The profile of set's lines (NULL: the live table; how may be NULL)
  * appended gzipped to gz, a memory sink (fd -1; ha_dump_mem memory, so the
  * caller raw-frees gz->buf), with function names, file:line and inlined
- * frames filled in (libheapalloc-sym.so, loaded by prof/sym_loader.c; addresses
+ * frames filled in (libheapalloc-sym.so, loaded by prof/output/sym_loader.c; addresses
  * only when it cannot be loaded, or under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
  * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
  * from the helper thread or an API call, never inside malloc.  0, ENOENT

@@ -2,9 +2,9 @@
 # cmd_unsample.sh — the commands that read text profiles (heapalloc growth
 # through ha_dump.py, heapalloc timeline without a log) unsample heap_v2/R
 # lines with the C writer's formula (heapalloc-profile unsample, i.e.
-# prof/sampler.c), not a copy: tables of two lines at R = 2^40 are written
+# prof/capture/sampler.c), not a copy: tables of two lines at R = 2^40 are written
 # by heapalloc-profile as text (heap_v2/R, uncalibrated) and as pprof
-# (unsampled by prof/pprof.c), and the Python readers' numbers from the
+# (unsampled by prof/output/pprof.c), and the Python readers' numbers from the
 # text equal the pprof values exactly.  At x = 16 / 2^40 the naive
 # 1 - e^(-x) is off: 16 bytes stand for 2^40 + 8 (the series), the naive
 # formula says 2^40, so the check can tell the two apart.

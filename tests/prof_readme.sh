@@ -1,6 +1,6 @@
 #!/bin/sh
 # The README's table of profiler variables matches the ONE options table in
-# prof/options.c: same names, same order, same defaults.
+# prof/session/options.c: same names, same order, same defaults.
 set -u
 src="$top_srcdir/prof/options.c"
 readme="$top_srcdir/README.md"
@@ -14,7 +14,7 @@ code=$(sed -n 's/^[[:space:]]*{ "\([A-Z_]*\)", OPT_\([A-Z]*\), \([0-9A-Z_]*\),.*
 doc=$(sed -n 's/^| `\([A-Z_]*\)` | \([^ |]*\) |.*/\1 \2/p' "$readme")
 [ -n "$code" ] || { echo "no rows parsed from $src"; exit 99; }
 if [ "$code" != "$doc" ]; then
-	echo "FAIL: README.md variable table differs from prof/options.c"
+	echo "FAIL: README.md variable table differs from prof/session/options.c"
 	echo "--- options.c"; echo "$code"
 	echo "--- README.md"; echo "$doc"
 	exit 1

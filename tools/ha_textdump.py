@@ -127,7 +127,7 @@ def parse_text(path, data, problems):
 
 
 # heapalloc-profile, whose `unsample` is pprof's scaling of heap_v2/R lines
-# (prof/sampler.c, the one implementation, with the small-x series the naive
+# (prof/capture/sampler.c, the one implementation, with the small-x series the naive
 # 1 - e^(-x) lacks): set from the command's libexec directory (ha_cli.py).
 HELPER = None
 

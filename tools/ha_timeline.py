@@ -21,7 +21,7 @@ import ha_textdump
 PROG = "heapalloc timeline"
 
 # Dump reason -> (kind, legend label, marker), in legend order.  The reasons
-# are the profiler's (prof/triggers.c, dump.c, memwatch.c, helper.c); anything else
+# are the profiler's (prof/session/triggers.c, dump.c, memwatch.c, helper.c); anything else
 # is a program's own HeapProfilerDump / heapalloc_profile_dump reason.
 KINDS = [
     ("alloc", "allocation interval", "o"),

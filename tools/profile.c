@@ -15,8 +15,8 @@
  *     age IDX BYTES T               a live sample (its bucket's index)
  *     command TEXT / note TEXT      the profile's comments after the
  *                                   calibration's: whose, what the read saw
- * PROFILE: the gperftools text (prof/writer.c) or gzipped profile.proto
- * (prof/pprof.c; alloc: alloc_space as its default sample type), with the
+ * PROFILE: the gperftools text (prof/output/writer.c) or gzipped profile.proto
+ * (prof/output/pprof.c; alloc: alloc_space as its default sample type), with the
  * memory map and build IDs of PID (its /proc/PID/maps and memory), in the
  * bytes an in-process dump of the same tables writes.  --summary FD: one
  * line "TOTAL_ALLOCATED TOTAL_FREED SITES CALIBRATED" there.  Exit 0; 1
@@ -42,7 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prof/pprof.h"
+#include "prof/output/pprof.h"
 #include "prof/root.h"
 
 /* One stderr line, then exit status 1. */

@@ -34,7 +34,7 @@
 #include <zlib.h>
 
 #include "prof/pb.h"
-#include "prof/sampler.h"   /* ha_sampler_unsample_pair (prof/sampler.c) */
+#include "prof/sampler.h"   /* ha_sampler_unsample_pair (prof/capture/sampler.c) */
 #include "sym/dwarf.h"
 
 static const char *prog = "heapalloc-symbolize";

@@ -19,11 +19,11 @@ bad() { echo "FAIL: $1"; status=1; }
 for f in "$top"/alloc/*.[ch] "$top"/alloc/*.cc; do
 	grep -Hn '#include "\(prof\|tools\)/' "$f" && bad "$f includes the profiler or tools"
 done
-for f in "$top"/prof/*.[ch]; do
+for f in "$top"/prof/*.[ch] "$top"/prof/*/*.[ch]; do
 	grep -Hn '#include "alloc/' "$f" | grep -v '"alloc/\(hooks\|base\|debug\|env\|lock\|log\|sys\)\.h"' &&
 		bad "$f includes allocator internals"
 done
-for f in "$top"/prof/*.[ch]; do
+for f in "$top"/prof/*.[ch] "$top"/prof/*/*.[ch]; do
 	grep -Hn '#include "sym/' "$f" && bad "$f includes the plugin (dlopen it)"
 done
 for f in "$top"/sym/*.[ch]; do
@@ -32,23 +32,23 @@ for f in "$top"/sym/*.[ch]; do
 done
 for f in "$top"/tools/*.c; do
 	writers='"prof/\(pb\|leakscan\|sampler\)\.h"'
-	[ "$(basename "$f")" = profile.c ] && writers='"prof/\(pb\|leakscan\|sampler\|prof\|pprof\|root\)\.h"'
+	[ "$(basename "$f")" = profile.c ] && writers='"prof/\(pb\|leakscan\|sampler\|prof\|output/pprof\|root\)\.h"'
 	grep -Hn '#include "\(alloc\|prof\)/' "$f" | grep -v "$writers" |
 		grep -v '"alloc/env\.h"' &&
 		bad "$f includes library internals"
 done
-# prof/session.h names the files that may include it; alloc/hooks.h's
+# prof/session/session.h names the files that may include it; alloc/hooks.h's
 # summary names every call it declares
-allowed=$(sed -n '1,/\*\//p' "$top/prof/session.h" | grep -o '[a-z_]*\.c' | sort -u)
-for f in $(grep -l '#include "prof/session.h"' "$top"/prof/*.c); do
+allowed=$(sed -n '1,/\*\//p' "$top/prof/session/session.h" | grep -o '[a-z_]*\.c' | sort -u)
+for f in $(grep -l '#include "prof/session/session.h"' "$top"/prof/*/*.c); do
 	echo "$allowed" | grep -qx "$(basename "$f")" ||
-		bad "$f includes prof/session.h, whose header does not name it"
+		bad "$f includes prof/session/session.h, whose header does not name it"
 done
 summary=$(sed -n '1,/\*\//p' "$top/alloc/hooks.h")
 for fn in $(sed -n 's/^[a-z].*[ *]\(ha_[a-z_]*\)(.*/\1/p' "$top/alloc/hooks.h"); do
 	echo "$summary" | grep -qw "$fn" || bad "alloc/hooks.h declares $fn but its summary does not name it"
 done
-n=$(ls "$top"/alloc/*.c "$top"/prof/*.c | wc -l)
+n=$(ls "$top"/alloc/*.c "$top"/prof/*/*.c | wc -l)
 [ "$n" -gt 20 ] || bad "found only $n sources under $top (wrong top_srcdir?)"
 [ $status = 0 ] && echo "ok: $n sources keep their layer"
 exit $status
