@@ -2,7 +2,7 @@
 # The README's table of profiler variables matches the ONE options table in
 # prof/session/options.c: same names, same order, same defaults.
 set -u
-src="$top_srcdir/prof/options.c"
+src="$top_srcdir/prof/session/options.c"
 readme="$top_srcdir/README.md"
 [ -f "$src" ] && [ -f "$readme" ] || { echo "missing $src or $readme"; exit 99; }
 # rows of the C table: { "NAME", OPT_TYPE, DEFAULT,
