@@ -1,4 +1,4 @@
-/* alloc/prof_none.c — a profiler that does nothing: the other side of
+/* tests/unit/prof_none.c — a profiler that does nothing: the other side of
  * alloc/hooks.h for the allocator linked alone (tests/unit), which proves
  * the allocator needs nothing of prof/ but that interface.  Profiling is
  * never switched on there, so these are reached only by the paths that run

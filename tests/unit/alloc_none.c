@@ -1,4 +1,4 @@
-/* prof/alloc_none.c — an allocator that keeps no books: the other side of
+/* tests/unit/alloc_none.c — an allocator that keeps no books: the other side of
  * alloc/hooks.h for the profiler linked alone (tests/unit/prof_alone),
  * which proves the profiler needs nothing of alloc/ but that interface and
  * the shared helpers (lock.h's count, log.c).  Raw memory is libc's; the
