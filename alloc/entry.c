@@ -308,12 +308,12 @@ void ha_credit_mapping(size_t n)
 
 /* malloc(n <= 32 KiB) and operator new past their fast path (a countdown
  * that ran out, a thread's first call, new's empty list): the fast path
- * charged c to the countdown and this is the one place it is given back,
- * as the slow path charges the block again (ha_books_charge). */
+ * charged c to the countdown, given back here as the slow path charges the
+ * block again (ha_books_charge). */
 static HA_NOINLINE void *malloc_due(size_t n, int64_t c)
 {
 	ha_tcache *tc = &ha_tc;
-	tc->sample_left += c;
+	ha_countdown_give_back(&tc->sample_left, c);
 	if (HA_LIKELY(tc->compat))
 		return ha_compat_malloc(n);
 	return alloc_slow(n, 0, 0);

@@ -99,10 +99,30 @@ static inline void ha_span_mark_recorded(void *p)
 	}
 }
 
-/* The fast path's charge to this thread's countdown (through HA_SEG):
- * *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction
- * whose flags the branch uses (the compiler otherwise loads, copies,
- * subtracts, stores and tests). */
+/* A fast path's charge to a countdown (sample_left, or the compatibility
+ * mode's compat_left): *c -= n; is *c still > 0?  On x86-64 one
+ * read-modify-write instruction whose flags the branch uses (the compiler
+ * otherwise loads, copies, subtracts, stores and tests). */
+static inline int ha_countdown_take(int64_t *c, int64_t n)
+{
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	int more;
+	__asm__("subq %2, %0" : "+m"(*c), "=@ccg"(more) : "er"(n));
+	return more;
+#else
+	return (*c -= n) > 0;
+#endif
+}
+
+/* A charge taken by a fast path whose allocation then goes to a slow
+ * path, which charges it again: the one give-back (malloc_due, the
+ * compatibility mode's malloc). */
+static inline void ha_countdown_give_back(int64_t *c, int64_t n)
+{
+	*c += n;
+}
+
+/* ha_countdown_take on this thread's cache through HA_SEG. */
 static inline int ha_countdown_take_seg(int64_t HA_SEG *c, int64_t n)
 {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
