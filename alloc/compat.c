@@ -171,9 +171,10 @@ void *ha_compat_malloc(size_t n)
 	unsigned cls = hdr_class(n);
 	ha_tlist *l = &tc->list[cls];
 	uint64_t *h = l->top[-1];
-	if (HA_UNLIKELY(!h) || HA_UNLIKELY(!ha_countdown_take(&tc->compat_left, (int64_t)n))) {
-		if (h)
-			tc->compat_left += (int64_t)n;
+	if (HA_UNLIKELY(!h))
+		return compat_malloc_slow(n);
+	if (HA_UNLIKELY(!ha_countdown_take(&tc->compat_left, (int64_t)n))) {
+		ha_countdown_give_back(&tc->compat_left, (int64_t)n);   /* the slow path charges it */
 		return compat_malloc_slow(n);
 	}
 	l->top--;

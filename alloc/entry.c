@@ -306,12 +306,14 @@ void ha_credit_mapping(size_t n)
 	ha_books_publish(tc, 0);
 }
 
-/* malloc(n <= 32 KiB) whose countdown ran out (or a thread's first call):
- * the fast path charged c and gives it back here. */
+/* malloc(n <= 32 KiB) and operator new past their fast path (a countdown
+ * that ran out, a thread's first call, new's empty list): the fast path
+ * charged c to the countdown, given back here as the slow path charges the
+ * block again (ha_books_charge). */
 static HA_NOINLINE void *malloc_due(size_t n, int64_t c)
 {
 	ha_tcache *tc = &ha_tc;
-	tc->sample_left += c;
+	ha_countdown_give_back(&tc->sample_left, c);
 	if (HA_LIKELY(tc->compat))
 		return ha_compat_malloc(n);
 	return alloc_slow(n, 0, 0);
@@ -491,12 +493,11 @@ HA_EXPORT void free(void *p)
  * unwinds through this frame; a sized delete's size is not read. */
 void *ha_cxx_new_failed(size_t n);
 
-/* operator new past its fast path: the countdown's charge c given back,
- * malloc's way, then the new_handler loop on NULL. */
+/* operator new past its fast path: malloc's (the charge c given back),
+ * then the new_handler loop on NULL. */
 static HA_NOINLINE void *new_slow(size_t n, int64_t c)
 {
-	ha_tc.sample_left += c;
-	void *p = ha_alloc(n);
+	void *p = n <= HA_SMALL_MAX ? malloc_due(n, c) : alloc_slow(n, 0, 0);
 	return HA_LIKELY(p != NULL) ? p : ha_cxx_new_failed(n);
 }
 

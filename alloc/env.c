@@ -1,5 +1,5 @@
 /* alloc/env.c — the grammar of heapalloc's variables: one parser per kind
- * of value, for the profiler's table (prof/options.c), the allocator's own
+ * of value, for the profiler's table (prof/session/options.c), the allocator's own
  * HEAPALLOC_PURGE_THREAD (alloc/purge.c) and `heapalloc run`'s check of its
  * flags (tools/heapalloc-options), so that a value means the same wherever
  * it is read.  Lives below the profiler, with the allocator's other shared

@@ -1,5 +1,5 @@
 /* alloc/env.h — the grammar of heapalloc's variables (alloc/env.c), shared
- * by the allocator, the profiler's option table (prof/options.c) and the
+ * by the allocator, the profiler's option table (prof/session/options.c) and the
  * command's check of `heapalloc run`'s flags (tools/heapalloc-options).
  * Never allocates, never logs.  Each parser returns 0, or EINVAL for junk. */
 #ifndef HA_ALLOC_ENV_H

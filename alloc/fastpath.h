@@ -99,9 +99,10 @@ static inline void ha_span_mark_recorded(void *p)
 	}
 }
 
-/* *c -= n; is *c still > 0?  On x86-64 one read-modify-write instruction
- * whose flags the branch uses (the compiler otherwise loads, copies,
- * subtracts, stores and tests). */
+/* A fast path's charge to a countdown (sample_left, or the compatibility
+ * mode's compat_left): *c -= n; is *c still > 0?  On x86-64 one
+ * read-modify-write instruction whose flags the branch uses (the compiler
+ * otherwise loads, copies, subtracts, stores and tests). */
 static inline int ha_countdown_take(int64_t *c, int64_t n)
 {
 #if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
@@ -111,6 +112,14 @@ static inline int ha_countdown_take(int64_t *c, int64_t n)
 #else
 	return (*c -= n) > 0;
 #endif
+}
+
+/* A charge taken by a fast path whose allocation then goes to a slow
+ * path, which charges it again: the one give-back (malloc_due, the
+ * compatibility mode's malloc). */
+static inline void ha_countdown_give_back(int64_t *c, int64_t n)
+{
+	*c += n;
 }
 
 /* ha_countdown_take on this thread's cache through HA_SEG. */

@@ -35,7 +35,7 @@
  * env.h (the variables' grammar), lock.h, log.h and sys.h, never alloc/internal.h (tests/unit/layering.sh checks
  * that this summary names every call declared below).  The profiler must not
  * call the public malloc while it holds one of its own locks: it uses
- * ha_raw_malloc/ha_raw_free.  alloc/prof_none.c is a profiler that does
+ * ha_raw_malloc/ha_raw_free.  tests/unit/prof_none.c is a profiler that does
  * nothing, so that the allocator links and is tested alone.
  */
 #ifndef HA_ALLOC_HOOKS_H
@@ -73,7 +73,7 @@ void ha_prof_check(int64_t budget[2]);
 void ha_prof_turn(void);
 /* Profiling is off and this thread's countdown ran out (every
  * HA_COUNTDOWN_OFF bytes of its allocation): the profiler may switch
- * sampling on from here (an attached otel_memory probe, prof/usdt.c). */
+ * sampling on from here (an attached otel_memory probe, prof/session/usdt.c). */
 void ha_prof_poll(void);
 /* Mapping profiling (HEAP_PROFILE_MMAP), from alloc/mmap.c's slow path:
  * 1 when this thread's mmap calls count now (profiling runs with the
@@ -138,7 +138,7 @@ unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap);
 void ha_alloc_watch_frees(int on);
 /* Threads with a live cache (racy: a thread may be exiting). */
 unsigned ha_alloc_threads(void);
-/* Where the books live, for a reader outside the process (prof/remote.c
+/* Where the books live, for a reader outside the process (prof/serve/remote.c
  * publishes it; docs/reference.md, "Reading a process from outside"):
  * registry, the address of the head of the thread records (ha_tnode, a
  * list linked by `next`, append-only, records recycled, never freed);

@@ -20,7 +20,7 @@ extern HA_TLS unsigned ha_locks_held;
 
 /* Count one more (fewer) lock held by this thread, for a lock or a critical
  * section that is not a pthread mutex (ha_plock below; the profiler's
- * unwind gate, prof/stack.c).  held_begin before taking it, held_end after
+ * unwind gate, prof/capture/stack.c).  held_begin before taking it, held_end after
  * dropping it. */
 static inline void ha_held_begin(void)
 {

@@ -21,7 +21,7 @@
  * On, a successful mapping of n bytes is charged to the thread's countdown
  * as an allocation of n bytes (ha_charge_mapping: same sampling, same
  * books) and, when sampled, recorded with its stack by ha_prof_sampled; the
- * profiler remembers every counted mapping by its start (prof/mmap_hook.c).
+ * profiler remembers every counted mapping by its start (prof/capture/mmap_hook.c).
  * munmap forgets the records whose start lies in the range and counts them
  * freed, whole; mremap is a free of the old range and an allocation of the
  * new one.  Never takes an allocator lock; never allocates itself.

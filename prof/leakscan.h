@@ -1,6 +1,6 @@
-/* prof/leakscan.h — the conservative mark of a leak scan (prof/leakscan.c),
+/* prof/leakscan.h — the conservative mark of a leak scan (prof/output/leakscan.c),
  * shared by `heapalloc leaks PID`'s scanner (tools/leakscan.c, from outside)
- * and the at-exit check (prof/leaks.c, in the process).  Standalone: only
+ * and the at-exit check (prof/output/leaks.c, in the process).  Standalone: only
  * <stdint.h> and <stddef.h>. */
 #ifndef HA_PROF_LEAKSCAN_H
 #define HA_PROF_LEAKSCAN_H

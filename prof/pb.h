@@ -1,6 +1,6 @@
 /* prof/pb.h — the few protobuf wire-format encoders profile.proto needs.
  *
- * Header-only, shared by the in-process writer (prof/pprof.c) and the
+ * Header-only, shared by the in-process writer (prof/output/pprof.c) and the
  * offline symboliser (tools/symbolize.c).  Each encoder appends to a
  * caller-owned fixed buffer and never allocates; a message that does not
  * fit sets pb_buf.over and the caller drops it.  Wire types used: 0 varint

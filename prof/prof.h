@@ -1,9 +1,18 @@
 /* prof/prof.h — the heap profiler's internal map.
  *
- * Files (one noun each), prototypes grouped below under the file that
- * defines them:
- *   options.c      the ONE table of environment switches and its parser
- *   sampler.c      exponential sampling intervals (per-thread countdowns)
+ * Files (one noun each) in four rooms (each folder's README says what it
+ * owns); prototypes grouped below under the file that defines them.  The
+ * headers they share are here: this map, sampler.h (the chance of a sample
+ * and a pair's unsampling, standalone, shared with the commands), root.h
+ * (heapalloc_root's layout), pb.h (protobuf wire encoders), leakscan.h,
+ * heapsort.h, sym_abi.h (the symboliser plugin's interface), environ.h,
+ * unit.h (the unit tests' seams).
+ *
+ * capture/: a sampled allocation and its free
+ *   hooks.c        the allocator hooks: the sample distance, sampled,
+ *                  on_free, check, turn (alloc/hooks.h)
+ *   sampler.c      the sampler's draws and unsampling (the countdowns are
+ *                  the allocator's)
  *   stack.c        stack capture with libunwind (with frame_rules.c, its
  *                  only includers): our ranges, the probe, the fork gate
  *   frame_rules.c  the learned frame cache: rows, rules, the row walk
@@ -14,14 +23,29 @@
  *   object_map.c   sampled object address -> bucket, size, time
  *   ages.c         ages of live samples, lifetimes of freed ones (the clock,
  *                  the lifetime bins, a dump's copy of the times)
- *   leakscan.c     a leak scan's conservative mark over /proc/PID/mem (shared
- *                  with tools/leakscan.c; leakscan.h: its interface)
- *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
+ *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
+ *
+ * session/: a session's life, and what asks for a dump
+ *   options.c      the ONE table of environment switches and its parser
+ *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
+ *   triggers.c     totals, the threshold books and the queued threshold dump
+ *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
+ *   dump.c         writing a numbered dump (and the peak, stats, log line)
+ *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
+ *   (session.h: the state those and hooks.c share; theirs only)
+ *   helper.c       the helper thread: time, signal and queued threshold dumps
+ *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
+ *   usdt.c         the otel_memory USDT probes and the sampling they switch on
+ *   api.c          public API (heapalloc_*) and the gperftools API
+ *
+ * output/: what a dump writes
  *   writer.c       the gperftools text format, memory map, temp+rename
- *                  (writer.c, calibrate.c, pprof.c, mappings.c, ages.c, gzip.c
- *                  and sampler.c are also linked into tools/heapalloc-profile,
- *                  whose tools/profile.c answers the calls they make here
- *                  from tables copied out of another process)
+ *                  (writer.c, calibrate.c, pprof.c, mappings.c, gzip.c and
+ *                  capture/'s ages.c and sampler.c are also linked into
+ *                  tools/heapalloc-profile, whose tools/profile.c answers the
+ *                  calls they make here from tables copied out of another
+ *                  process)
+ *   calibrate.c    sampled estimates scaled to the books' exact totals
  *   pprof.c        the pprof protobuf encoder (pb.h: its wire encoders)
  *   mappings.c     its executable mappings and their GNU build IDs
  *   pprof_named.c  a served profile named in process (the symboliser
@@ -30,23 +54,15 @@
  *                  the hand-off to writer.c's temp name and rename
  *   sym_loader.c   loading the symboliser plugin libheapalloc-sym.so, which
  *                  names served profiles (sym_abi.h: its interface)
- *   calibrate.c    sampled estimates scaled to the books' exact totals
- *   peak.c         the profile at the highest in-use total (PREFIX.peak.heap)
  *   stats.c        PREFIX.NNNN.stats: the heap against the process's RSS
  *   dumplog.c      PREFIX.log: one line per dump (totals, RSS, reason)
- *   mmap_hook.c    the program's mappings (HEAP_PROFILE_MMAP): start -> length
- *   session.c      start/stop, fork, the HEAPPROFILE start and the exit dump
- *   triggers.c     totals, the threshold books and the queued threshold dump
- *   hooks.c        the allocator hooks: due, sampled, on_free, check
- *   usdt.c         the otel_memory USDT probes and the sampling they switch on
- *   dump.c         writing a numbered dump (and the peak, stats, log line)
- *   naming.c       file names, pid naming, HEAP_PROFILE_KEEP and _CLEANUP
- *   (session.h: the state those five share; theirs only)
- *   helper.c       the helper thread: time, signal and queued threshold dumps
- *   memwatch.c     RSS growth dumps and the pre-OOM dump (polled by helper)
+ *   leakscan.c     a leak scan's conservative mark over /proc/PID/mem (shared
+ *                  with tools/leakscan.c; leakscan.h: its interface)
+ *   leaks.c        HEAP_PROFILE_LEAKS: that scan at exit, in the process
+ *
+ * serve/: the running process read by others
  *   http_*.c       HEAP_PROFILE_HTTP: /debug/pprof/heap and /allocs (polled by
  *                  helper): listen, connections, requests (http.h: theirs)
- *   api.c          public API (heapalloc_*) and the gperftools API
  *   remote.c       heapalloc_root: where a reader outside the process finds
  *                  the table and the books (root.h: its layout)
  *
@@ -91,6 +107,7 @@
 #include "alloc/log.h"
 #include "alloc/sys.h"
 #include "alloc/hooks.h"   /* all the profiler may call in the allocator */
+#include "prof/sampler.h"  /* the sampler's standalone part */
 
 #define HA_PROF_DEPTH 32          /* frames kept per stack (gperftools' cap) */
 
@@ -145,14 +162,22 @@ void ha_options_load(void);
 void ha_options_load_from(char *const *env);
 
 /* ---- sampler.c ----------------------------------------------------------- */
-/* Next exponential distance in bytes with mean r (r <= 1: 0). */
+/* At mean interval r every allocation is recorded (requested bytes, no
+ * unsampling): the one test of it, for a profile of this process
+ * (ha_prof_records_all) or of tables copied out of another. */
+static inline int ha_rate_records_all(int64_t r)
+{
+	return r <= 1;
+}
+/* Next exponential distance in bytes with mean r (0 when it records all). */
 int64_t ha_sampler_next(int64_t r);
 /* What a sampled object of req bytes stands for at mean interval r:
- * req / (1 - exp(-req / r)), pprof's unsampling (req itself when r <= 1). */
+ * req / (1 - exp(-req / r)), pprof's unsampling (req itself when it
+ * records all). */
 uint64_t ha_sampler_unsample(uint64_t req, int64_t r);
-double ha_exp_neg(double y);            /* e^y for y <= 0, no libm */
-double ha_ln(double x);                 /* ln(x) for x > 0 normal, no libm */
 void ha_sampler_seed(uint64_t seed);
+/* (ha_sampler_unsample_pair, ha_exp_neg, ha_ln, ha_sample_p: the part the
+ * commands share, prof/sampler.h) */
 
 /* ---- stack.c --------------------------------------------------------------- */
 /* Find heapalloc's and libunwind's text, pick the cache policy.  Call with no
@@ -197,7 +222,7 @@ static inline int ha_stack_calibrating(void)
 }
 void ha_stack_calibrate_frame(void);
 
-/* ---- frame_rules.c (the rest: prof/frame_rules.h) -------------------------- */
+/* ---- frame_rules.c (the rest: prof/capture/frame_rules.h) -------------------------- */
 /* Bytes the frame cache holds: the table's sizes used so far, the rows
  * kept, the scratch stack once used (counted in prof_memory). */
 uint64_t ha_frame_memory(void);
@@ -377,6 +402,11 @@ void ha_writer_profile_from(ha_out *o, int64_t r, const ha_lineset *set);
 int ha_writer_file_from(const char *path, int64_t r, const ha_lineset *set);
 /* set's lines, or a fresh snapshot of the live table (*own: raw-free it). */
 const ha_line *ha_lines_of(const ha_lineset *set, size_t *n, int *own);
+/* A dump's working memory (raw memory, or the reserve when one is set);
+ * the reserve is set and used only under ha_prof_dump_lock. */
+void *ha_dump_mem(size_t n);
+void ha_dump_mem_free(void *p);
+void ha_dump_mem_reserve(void *base, size_t cap);
 
 /* ---- peak.c -------------------------------------------------------------- */
 /* The profile as it stood at the highest in-use total: copied at the turn,
@@ -467,10 +497,12 @@ uint64_t ha_age_seconds(uint64_t now, uint64_t t);
  * the weights before k.  cum: W_k, part: w[k], sum: W. */
 uint64_t ha_split_part(uint64_t total, uint64_t cum, uint64_t part, uint64_t sum);
 
-/* ---- leaks.c (and naming.c) ----------------------------------------------- */
-/* PREFIX[_PID].leaks.pb.gz into pb: 1, or 0 when the session writes no
- * files (no HEAPPROFILE).  naming.c. */
+/* ---- naming.c (the rest: prof/session/session.h) ---------------------------------- */
+/* PREFIX[_PID].leaks.pb.gz into pb (for leaks.c): 1, or 0 when the session
+ * writes no files (no HEAPPROFILE). */
 int ha_naming_leaks(char *pb, size_t cap);
+
+/* ---- leaks.c --------------------------------------------------------------- */
 /* HEAP_PROFILE_LEAKS: the leak scan at exit (an atexit handler, after the
  * exit dump); may end the process with HEAP_PROFILE_LEAKS_STATUS. */
 void ha_leaks_at_exit(void);
@@ -502,11 +534,6 @@ void ha_dumplog_line(const char *path, uint64_t seq, const uint64_t t[2], const 
 struct timespec;
 void ha_dumplog_row(const char *path, uint64_t seq, const uint64_t t[2], const char *file,
 		    const char *reason, const struct timespec *at);
-/* A dump's working memory (raw memory, or the reserve when one is set);
- * the reserve is set and used only under ha_prof_dump_lock. */
-void *ha_dump_mem(size_t n);
-void ha_dump_mem_free(void *p);
-void ha_dump_mem_reserve(void *base, size_t cap);
 
 /* ---- mmap_hook.c ----------------------------------------------------------
  * (ha_prof_mmap_counts, ha_prof_mapped, ha_prof_unmapped: alloc/hooks.h) */
@@ -527,12 +554,12 @@ int ha_gzip_to(ha_out *dst, const char *data, size_t n);
  * errno. */
 int ha_gzip_file(const char *path, const char *data, size_t n);
 
-/* ---- pprof.c, pprof_named.c (and mappings.c; prof/pprof.h: theirs) ------ */
+/* ---- pprof.c, pprof_named.c (and mappings.c; prof/output/pprof.h: theirs) ------ */
 /* Write the profile as gzipped profile.proto to path via path.tmp + rename.
  * 0 or errno. */
 int ha_pprof_file(const char *path, int64_t r);
 int ha_pprof_file_from(const char *path, int64_t r, const ha_lineset *set);
-/* How a served profile differs from a dump's (prof/http_request.c). */
+/* How a served profile differs from a dump's (prof/serve/http_request.c). */
 typedef struct ha_pprof_how {
 	int alloc_default;        /* default sample type alloc_space, not inuse_space */
 	int64_t duration_ns;      /* a delta's window (duration_nanos), 0 none */
@@ -541,7 +568,7 @@ typedef struct ha_pprof_how {
 /* The profile of set's lines (NULL: the live table; how may be NULL)
  * appended gzipped to gz, a memory sink (fd -1; ha_dump_mem memory, so the
  * caller raw-frees gz->buf), with function names, file:line and inlined
- * frames filled in (libheapalloc-sym.so, loaded by prof/sym_loader.c; addresses
+ * frames filled in (libheapalloc-sym.so, loaded by prof/output/sym_loader.c; addresses
  * only when it cannot be loaded, or under HEAP_PROFILE_SYMBOLIZE=0).  Takes the names lock and
  * ha_prof_dump_lock itself: call it with no profiler or allocator lock held,
  * from the helper thread or an API call, never inside malloc.  0, ENOENT
@@ -565,7 +592,7 @@ void ha_names_postfork_child(void);
 enum { HA_CALIB_EXACT, HA_CALIB_BOUNDED, HA_CALIB_UNSAMPLED };
 typedef struct ha_calib {
 	int64_t r;                /* the sampling interval */
-	int scaled;               /* values scaled to the books (else pprof's estimates, or raw at r <= 1) */
+	int scaled;               /* values scaled to the books (else pprof's estimates, or raw when all are recorded) */
 	int inuse;                /* HA_CALIB_EXACT: in use is the books' figure; BOUNDED: an estimate within bounds; UNSAMPLED: in use but none of it sampled, so none shown */
 	uint64_t books[2];        /* the books since the start: allocated, in use */
 	uint64_t bound;           /* at most this much of the session's blocks is in use */
@@ -577,7 +604,7 @@ typedef struct ha_calib {
 /* The values to write for lines[0..n) at interval r: v[4 * i + k], k in
  * pprof's order (alloc objects, alloc bytes, in-use objects, in-use bytes),
  * unsampled and scaled to the books' totals, adding up to them (set: its
- * own books); NULL when not calibrated (r <= 1, switched off, a saved set
+ * own books); NULL when not calibrated (all recorded, switched off, a saved set
  * without books, nothing sampled, or no memory): write the raw lines.
  * ha_dump_mem memory (ha_dump_mem_free it).  c says what was done. */
 uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_lineset *set,
@@ -615,7 +642,7 @@ static inline int64_t ha_prof_rate(void)
 }
 static inline int ha_prof_records_all(void)
 {
-	return ha_prof_rate() <= 1;
+	return ha_rate_records_all(ha_prof_rate());
 }
 /* The session counts requested bytes (HEAP_PROFILE_EXACT_TOTALS). */
 int ha_prof_compat(void);
@@ -733,7 +760,6 @@ void ha_remote_end(void);
 /* 0 or errno.  queue: the helper also writes queued threshold dumps. */
 int ha_helper_start(int64_t time_interval, int signo, int queue);
 void ha_helper_postfork_child(void);
-void ha_helper_ensure(void);      /* recreate after fork when needed */
 /* Dump every signal delivered and not yet dumped (the helper, the exit
  * dump); _held: the caller holds ha_prof_dump_lock (ha_prof_stop). */
 void ha_helper_flush(void);

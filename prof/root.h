@@ -1,5 +1,5 @@
 /* prof/root.h — the root a reader outside the process starts from: the
- * layout of the exported object `heapalloc_root` (prof/remote.c fills it).
+ * layout of the exported object `heapalloc_root` (prof/serve/remote.c fills it).
  *
  * Layout version 1.  Every field is little-endian (the machine's order) at
  * a fixed offset; addresses are the target's.  The structures the root
@@ -32,7 +32,7 @@ struct ha_root_table {
 	uint16_t b_hash, b_alloc_count, b_alloc_bytes, b_free_count, b_free_bytes;
 	uint16_t b_skey, b_depth, b_idx, b_pcs;   /* skey, depth: uint16_t; idx uint32_t */
 	uint16_t b_life;          /* uint64_t[life_bins]: bytes of freed samples by
-				   * lifetime (prof/ages.c's bins); 0: none */
+				   * lifetime (prof/capture/ages.c's bins); 0: none */
 	uint16_t life_bins;
 	uint16_t pad_;
 };

@@ -1,8 +1,11 @@
 /* prof/sampler.h — the chance that sampling at mean interval R picks an
- * allocation of x·R bytes: p = 1 − e^(−x).  sampler.c (unsampling a size),
- * calibrate.c (a site's relative standard error) and pprof.c (Go's
- * scaleHeapSample) all divide by it or use it, so they share this one.
- * (Header-only until prof.h's sampler.c group can take it.)
+ * allocation of x·R bytes: p = 1 − e^(−x).  sampler.c (unsampling a size,
+ * and Go's scaleHeapSample of a count/bytes pair, which pprof.c and the
+ * commands call) and calibrate.c (a site's relative standard error) divide
+ * by it or use it, so they share this one.
+ * A standalone interface (no other header of the library's): the commands
+ * that unsample (heapalloc-symbolize, heapalloc-profile) link sampler.c
+ * and include this alone; prof/prof.h includes it for the profiler.
  *
  * For small x, 1 − e^(−x) cancels: x = 1e-6 keeps only ~10 good digits.
  * Below 1e-3 the series x·(1 − x/2·(1 − x/3)) is used instead (its first
@@ -13,7 +16,18 @@
 #ifndef HA_PROF_SAMPLER_H
 #define HA_PROF_SAMPLER_H
 
-#include "prof/prof.h"
+#include <stdint.h>
+
+double ha_exp_neg(double y);            /* e^y for y <= 0, no libm */
+double ha_ln(double x);                 /* ln(x) for x > 0 normal, no libm */
+
+/* Go's scaleHeapSample, what both pprofs apply to a heap_v2/R line: c
+ * objects of b bytes sampled at r stand for out[0] objects of out[1]
+ * bytes (truncated, as Go does; c, b themselves when every allocation is
+ * recorded, r <= 1: ha_rate_records_all).  The one unsampling of a
+ * count/bytes pair: pprof.c's encoder, heapalloc-profile unsample (the
+ * Python readers of text profiles) and heapalloc-symbolize. */
+void ha_sampler_unsample_pair(uint64_t c, uint64_t b, int64_t r, uint64_t out[2]);
 
 static inline double ha_sample_p(double x)
 {

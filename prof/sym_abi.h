@@ -1,10 +1,10 @@
-/* prof/sym_abi.h — the interface between the profiler (prof/sym_loader.c) and
+/* prof/sym_abi.h — the interface between the profiler (prof/output/sym_loader.c) and
  * its symboliser plugin libheapalloc-sym.so (sym/plugin.c), which prof/
  * dlopens only when a profile with names is asked for, so libdw is never
  * a link dependency of libheapalloc.  Plain C types only: both sides
  * include it, neither includes the other's headers.
  *
- * Calls come from one thread at a time (prof/sym_loader.c's lock), with the
+ * Calls come from one thread at a time (prof/output/sym_loader.c's lock), with the
  * thread's profiling suppressed (ha_prof_busy), never from inside malloc.
  * Ids are the plugin's and stay valid while it is loaded (forget resets
  * them): a function id names (name, system name, file, start line) as

@@ -1,7 +1,7 @@
 /* sym/plugin.c — libheapalloc-sym.so: names for a running process's own
  * code addresses, for the profiles it serves (prof/sym_abi.h).
  *
- * Loaded by prof/sym_loader.c with dlopen only when a profile with names is
+ * Loaded by prof/output/sym_loader.c with dlopen only when a profile with names is
  * asked for; the lookups are sym/dwarf.c's (libdw).  Each mapping's file is
  * opened through /proc/self/map_files/START-END, which reaches the mapped
  * inode even when the binary was deleted or replaced since; failing that,

@@ -21,7 +21,7 @@ _ZdlPvSt11align_val_t _ZdaPvSt11align_val_t _ZdlPvmSt11align_val_t _ZdaPvmSt11al
 _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t'
 # the mmap family (alloc/mmap.c): HEAP_PROFILE_MMAP profiles the program's mappings
 maps='mmap mmap64 munmap mremap'
-# pipe2: refuses libunwind's validation pipe at its set-up (prof/unw_pipe.c)
+# pipe2: refuses libunwind's validation pipe at its set-up (prof/capture/unw_pipe.c)
 pipes='pipe2'
 aliases='__libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign'
 prof='HeapProfilerStart HeapProfilerStop HeapProfilerDump IsHeapProfilerRunning GetHeapProfile

@@ -1,5 +1,5 @@
 #!/bin/sh
-# One table of the profiler's variables (prof/options.c): the README's
+# One table of the profiler's variables (prof/session/options.c): the README's
 # table, heapalloc(3), heapalloc(1)'s run options and tools/ha_options.py
 # are what tools/gen-options writes from it (else: stale, run it); and
 # `heapalloc run` refuses exactly the values the library refuses (both

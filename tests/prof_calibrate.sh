@@ -1,5 +1,5 @@
 #!/bin/sh
-# Calibration (prof/calibrate.c): a sampled profile's totals equal the
+# Calibration (prof/output/calibrate.c): a sampled profile's totals equal the
 # figures the dump prints beside it (message, .stats, log) in both formats;
 # a HeapProfilerStart session mid-run counts only what was allocated since
 # it started, and says so when blocks older than it were freed;

@@ -48,6 +48,17 @@ if [ -n "$GO" ] && [ -x "$GO" ]; then
 		grep -qx "command: $W execchild $tmp/b/p (pid $bepid, descendant of pid [0-9]*)" ||
 		fail "exec child's profile comments: $("$GO" tool pprof -comments "$tmp/b/p_$bepid.0001.pb.gz" 2>&1)"
 fi
+# a fork child that samples starts no thread: the parent runs its helper
+# (time dumps), the child none; its crossing writes its own dump
+mkdir "$tmp/t"
+HEAPPROFILE="$tmp/t/p" HEAP_PROFILE_SAMPLE_INTERVAL=1 HEAP_PROFILE_TIME_INTERVAL=3600 \
+	HEAP_PROFILE_ALLOCATION_INTERVAL=1048576 "$W" forkthreads >"$tmp/tout" 2>"$tmp/terr" ||
+	fail "forkthreads exited $?: $(cat "$tmp/terr")"
+eq "parent's threads" "$(sed -n 's/^parent //p' "$tmp/tout")" 2
+eq "fork child's threads" "$(sed -n 's/^child //p' "$tmp/tout")" 1
+tpid=$(sed -n 's/^pid //p' "$tmp/tout")
+grep -q "^Dumping heap profile to $tmp/t/p_$tpid\.0001\.heap ([0-9]* MB allocated" "$tmp/terr" ||
+	fail "fork child's threshold dump: $(cat "$tmp/terr")"
 # HEAPPROFILE_USE_PID=t: the root uses the pid form too
 mkdir "$tmp/u"
 HEAPPROFILE="$tmp/u/p" HEAPPROFILE_USE_PID=t "$W" exit >/dev/null 2>&1

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The README's table of profiler variables matches the ONE options table in
-# prof/options.c: same names, same order, same defaults.
+# prof/session/options.c: same names, same order, same defaults.
 set -u
-src="$top_srcdir/prof/options.c"
+src="$top_srcdir/prof/session/options.c"
 readme="$top_srcdir/README.md"
 [ -f "$src" ] && [ -f "$readme" ] || { echo "missing $src or $readme"; exit 99; }
 # rows of the C table: { "NAME", OPT_TYPE, DEFAULT,
@@ -14,7 +14,7 @@ code=$(sed -n 's/^[[:space:]]*{ "\([A-Z_]*\)", OPT_\([A-Z]*\), \([0-9A-Z_]*\),.*
 doc=$(sed -n 's/^| `\([A-Z_]*\)` | \([^ |]*\) |.*/\1 \2/p' "$readme")
 [ -n "$code" ] || { echo "no rows parsed from $src"; exit 99; }
 if [ "$code" != "$doc" ]; then
-	echo "FAIL: README.md variable table differs from prof/options.c"
+	echo "FAIL: README.md variable table differs from prof/session/options.c"
 	echo "--- options.c"; echo "$code"
 	echo "--- README.md"; echo "$doc"
 	exit 1

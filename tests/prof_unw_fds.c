@@ -1,7 +1,7 @@
 /* prof_unw_fds — the program's files are never touched by the unwinder.
  *
  * libunwind 1.6, to walk a frame without unwind info, reads a byte from one
- * end of a pipe and writes one to the other by number (prof/unw_pipe.c);
+ * end of a pipe and writes one to the other by number (prof/capture/unw_pipe.c);
  * the profiler's walks never ask it to, and its set-up's pipe is refused.
  * This file is compiled without unwind tables
  * (tests/integration/profiler.am), so every sampled stack has such frames,

@@ -1,6 +1,6 @@
 /* prof_unw_nofds — sampling opens no descriptor of its own.
  *
- * libunwind's set-up has its validation pipe refused (prof/unw_pipe.c),
+ * libunwind's set-up has its validation pipe refused (prof/capture/unw_pipe.c),
  * and no walk of the profiler asks for one.  Hundreds of samples from many
  * call sites, and the program must see no descriptor it did not open: none
  * beside what it inherited, as under glibc. */

@@ -2,7 +2,7 @@
  *
  * libunwind 1.6 opens a validation pipe at its set-up; heapalloc once made
  * it fail by setting RLIMIT_NOFILE to 0 with every signal blocked, from a
- * constructor, in every process (prof/unw_pipe.c now refuses that one pipe2
+ * constructor, in every process (prof/capture/unw_pipe.c now refuses that one pipe2
  * instead).  This program defines setrlimit, prlimit, prlimit64,
  * sigprocmask and pthread_sigmask itself, exported (-export-dynamic), so a
  * call the library or libunwind makes comes here first: counted when made

@@ -17,6 +17,9 @@
  *   forkdumps K     dump K times, fork a child that dumps K times and
  *                   exits, list the root's files, dump once more and exit
  *   fork            fork a child and exec one, both allocate and exit
+ *   forkthreads     print this process's threads, fork a child that
+ *                   allocates (every allocation a sampling draw) and
+ *                   prints its own; "parent N" and "child N" on stdout
  *   execchild PFX   (run by fork) check the environment, allocate, exit
  *   threads         threads allocate/free while the main thread dumps
  *   dlopen MODULE   a thread dlopens MODULE in a loop while others dump
@@ -348,6 +351,39 @@ static int mode_fork(const char *self)
 	return 0;
 }
 
+static int tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	REQUIRE(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A fork child that samples starts no thread (the helper is its
+ * parent's): its threshold dump is written by the crossing thread. */
+static int mode_forkthreads(void)
+{
+	site_keep(10);
+	printf("parent %d\n", tasks());
+	fflush(stdout);
+	pid_t c = fork();
+	REQUIRE(c >= 0);
+	if (c == 0) {
+		site_keep(2000);
+		site_free(2000);
+		printf("child %d\n", tasks());
+		exit(CHECK_DONE());
+	}
+	int st;
+	REQUIRE(waitpid(c, &st, 0) == c);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	printf("pid %d\n", (int)c);
+	return 0;
+}
+
 static int mode_execchild(const char *pfx)
 {
 	const char *v = getenv("HEAPPROFILE");
@@ -517,6 +553,8 @@ int main(int argc, char **argv)
 		_exit(CHECK_DONE());
 	} else if (!strcmp(m, "fork"))
 		mode_fork(argv[0]);
+	else if (!strcmp(m, "forkthreads"))
+		mode_forkthreads();
 	else if (!strcmp(m, "execchild") && argc >= 3)
 		mode_execchild(argv[2]);
 	else if (!strcmp(m, "threads"))

@@ -260,7 +260,7 @@ static inline int rel_count_files(const char *dir, const char *suffix)
 	return n;
 }
 
-/* The dump log at path (prof/dumplog.c): -1, with a line on stderr, unless
+/* The dump log at path (prof/output/dumplog.c): -1, with a line on stderr, unless
  * it is the two header lines and then only whole lines of 8 tab-separated
  * fields numbered upwards (timeline rows between them keep the last dump's
  * number); else the number of dump lines.  When last is not

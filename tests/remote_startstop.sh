@@ -23,7 +23,7 @@ $CC -O2 -g -o "$tmp/prog" "$top_srcdir/tests/remote_startstop.c" -ldl -lpthread 
 # command's own decoder, and go tool pprof): no negative value, in use
 # within allocated in all, and calibrated, its sums the totals dump printed
 # (a calibrated line may show a little more in use than allocated: its
-# two values are scaled by two factors, prof/calibrate.c)
+# two values are scaled by two factors, prof/output/calibrate.c)
 profile_ok() {
 	"$PY" - "$top_srcdir/tools" "$@" <<'PYEOF' || return 1
 import gzip, sys

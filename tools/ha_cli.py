@@ -11,6 +11,7 @@ import ha_proc
 import ha_remote
 import ha_run
 import ha_symbolize
+import ha_textdump
 
 PROG = 'heapalloc'
 
@@ -199,7 +200,9 @@ def build_parser():
 
 def main(argv, where):
     """where: .lib (libheapalloc.so to preload), .tools (heapalloc-symbolize's
-    directory), .modules (this file's), .version."""
+    directory), .modules (this file's), .libexec (the private helpers'),
+    .version."""
+    ha_textdump.HELPER = os.path.join(where.libexec, 'heapalloc-profile')
     if argv and argv[0] == 'symbolize':
         return ha_symbolize.run_passthrough(where.tools, argv[1:], err)
     if argv and argv[0] == 'timeline':

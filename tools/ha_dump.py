@@ -6,7 +6,7 @@
 # already stepped back, the pprof format all of them), so the two formats of
 # one process match.
 import ha_pb
-from ha_textdump import parse_text, unsample
+from ha_textdump import UnsampleError, parse_text, unsample_pairs
 
 
 class LoadError(Exception):
@@ -87,8 +87,13 @@ def load(path):
         raise LoadError('%s:%d: %s' % (path, ln, msg))
     rate = P.header[4]
     D.sampled = rate > 1
-    for io, ib, ao, ab, addrs, _ in P.buckets:
-        o, b = unsample(io, ib, rate)
+    pairs = [(io, ib) for io, ib, ao, ab, addrs, _ in P.buckets]
+    if D.sampled:
+        try:
+            pairs = unsample_pairs(pairs, rate)
+        except UnsampleError as e:
+            raise LoadError('%s: %s' % (path, e))
+    for (o, b), (io, ib, ao, ab, addrs, _) in zip(pairs, P.buckets):
         key = addrs[:1] + tuple(a - 1 for a in addrs[1:])
         D.add(key, addrs, o, b)
     D.modules = [(s, e, p) for s, e, perms, off, p in P.maps if p]

@@ -5,7 +5,7 @@
 # tools/leakscan.c says what it reads and what counts as a pointer); the
 # profile of the leaked samples, and the estimate per site (pprof's
 # unsampling, the site's error) read back from it, is heapalloc-profile's
-# (ha_remote.render: prof/pprof.c's encoder, as the in-process leak check
+# (ha_remote.render: prof/output/pprof.c's encoder, as the in-process leak check
 # writes its own).
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-# ha_options.py — written by tools/gen-options from prof/options.c, the
+# ha_options.py — written by tools/gen-options from prof/session/options.c, the
 # library's table of its variables: edit there and rerun it.
 # variable -> (kind, default, help)
 OPTIONS = {

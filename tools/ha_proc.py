@@ -717,7 +717,7 @@ def _read_lines(mem, r):
 
 def _read_ages(mem, r):
     """The live samples [(bucket index, bytes, allocated at, address)], the map's
-    slots copied stripe by stripe (prof/object_map.c; a slot moving while
+    slots copied stripe by stripe (prof/capture/object_map.c; a slot moving while
     read may be missed or seen twice: a sample's age, never a total), or
     None when the target has no times (an older heapalloc)."""
     if not r.slot_time or not r.o_stripes or r.slot_size < r.slot_time + 8:

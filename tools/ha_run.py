@@ -42,7 +42,7 @@ def parse_signal(s):
 
 # flag -> (variable, metavar): the options run takes.  What each one is and
 # its help come from the library's own table (tools/ha_options.py, written
-# from prof/options.c by tools/gen-options), N there read as the metavar.
+# from prof/session/options.c by tools/gen-options), N there read as the metavar.
 FLAGS = (
     ('--sample', 'HEAP_PROFILE_SAMPLE_INTERVAL', 'BYTES'),
     ('--every-alloc', 'HEAP_PROFILE_ALLOCATION_INTERVAL', 'SIZE'),

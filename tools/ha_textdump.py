@@ -2,9 +2,9 @@
 # (PREFIX.NNNN.heap): one parser that reads a dump and notes every departure
 # from the shapes Go pprof and perl pprof accept (header, bucket lines,
 # MAPPED_LIBRARIES in /proc/maps form), and pprof's unsampling of
-# heap_v2/R lines.  ha_check reports the problems; ha_dump reads the stacks.
-import math
+# heap_v2/R lines (heapalloc-profile's).  ha_check reports the problems; ha_dump reads the stacks.
 import re
+import subprocess
 
 HEADER_RE = re.compile(r'^heap profile: +([0-9]+): +([0-9]+) \[ *([0-9]+): +([0-9]+)\] @ '
                        r'(heapprofile|heap_v2/([0-9]+))$')
@@ -126,12 +126,34 @@ def parse_text(path, data, problems):
     return P
 
 
-def unsample(count, size, rate):
-    """pprof's scaling of one sampled (count, bytes) pair (spec section 4)."""
-    if count == 0 or size == 0:
-        return 0.0, 0.0
-    if rate <= 1:
-        return float(count), float(size)
-    scale = 1.0 / (1.0 - math.exp(-(size / count) / rate))
-    return count * scale, size * scale
+# heapalloc-profile, whose `unsample` is pprof's scaling of heap_v2/R lines
+# (prof/capture/sampler.c, the one implementation, with the small-x series the naive
+# 1 - e^(-x) lacks): set from the command's libexec directory (ha_cli.py).
+HELPER = None
 
+
+class UnsampleError(Exception):
+    pass
+
+
+def unsample_pairs(pairs, rate):
+    """pprof's scaling of sampled (count, bytes) pairs at rate R (spec
+    section 4), as integers, computed by heapalloc-profile; UnsampleError
+    with a one-line reason when it cannot run."""
+    pairs = list(pairs)
+    if not pairs:
+        return []
+    if not HELPER:
+        raise UnsampleError('unsampling heap_v2/%d lines needs heapalloc-profile (run as heapalloc)'
+                            % rate)
+    text = ''.join('%d %d\n' % (c, b) for c, b in pairs).encode()
+    try:
+        p = subprocess.run([HELPER, 'unsample', str(rate)], input=text, capture_output=True,
+                           timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UnsampleError('cannot run %s: %s' % (HELPER, getattr(e, 'strerror', None) or e))
+    out = p.stdout.split()
+    if p.returncode != 0 or len(out) != 2 * len(pairs):
+        msg = p.stderr.decode('utf-8', 'replace').strip().splitlines()
+        raise UnsampleError(msg[-1] if msg else '%s exited %d' % (HELPER, p.returncode))
+    return [(int(out[2 * i]), int(out[2 * i + 1])) for i in range(len(pairs))]

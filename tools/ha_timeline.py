@@ -11,16 +11,17 @@ Prints the series as a text table on stdout; with -o also draws it
 beyond Python 3).
 """
 import argparse
-import math
 import os
 import re
 import sys
 from decimal import Decimal, InvalidOperation
 
+import ha_textdump
+
 PROG = "heapalloc timeline"
 
 # Dump reason -> (kind, legend label, marker), in legend order.  The reasons
-# are the profiler's (prof/triggers.c, dump.c, memwatch.c, helper.c); anything else
+# are the profiler's (prof/session/triggers.c, dump.c, memwatch.c, helper.c); anything else
 # is a program's own HeapProfilerDump / heapalloc_profile_dump reason.
 KINDS = [
     ("alloc", "allocation interval", "o"),
@@ -103,14 +104,6 @@ RECORD_RE = re.compile(r"\s*(\d+):\s*(\d+)\s*\[\s*(\d+):\s*(\d+)\s*\]")
 RATE_RE = re.compile(r"@ heap_v2/(\d+)")
 
 
-def unsample(count, size, rate):
-    """pprof's estimate for one heap_v2 record: count and bytes of samples
-    taken with probability 1 - exp(-size/rate) each."""
-    if count == 0 or size == 0 or rate <= 1:
-        return size
-    return size / (1 - math.exp(-(size / count) / rate))
-
-
 def heap_totals(path):
     """(in-use bytes, allocated bytes) a text profile stands for, summed
     over its records and unsampled as pprof does, or None.  The header line
@@ -126,16 +119,23 @@ def heap_totals(path):
         return None
     r = RATE_RE.search(lines[0])
     rate = int(r.group(1)) if r else 1
-    inuse = alloc = 0.0
+    inuse, alloc = [], []
     for line in lines[1:]:
         if line.startswith("MAPPED_LIBRARIES"):
             break
         rec = RECORD_RE.match(line)
         if rec:
             c1, s1, c2, s2 = (int(g) for g in rec.groups())
-            inuse += unsample(c1, s1, rate)
-            alloc += unsample(c2, s2, rate)
-    return round(inuse), round(alloc)
+            inuse.append((c1, s1))
+            alloc.append((c2, s2))
+    if r:
+        try:
+            pairs = ha_textdump.unsample_pairs(inuse + alloc, rate)
+        except ha_textdump.UnsampleError as e:
+            print(f"{PROG}: {path}: {e}", file=sys.stderr)
+            return None
+        inuse, alloc = pairs[:len(inuse)], pairs[len(inuse):]
+    return sum(b for _, b in inuse), sum(b for _, b in alloc)
 
 
 def read_stats(path):

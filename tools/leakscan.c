@@ -14,7 +14,7 @@
  *
  * Owns the command line, the block list and stopping the process; the
  * mark itself (what counts as a pointer, where it is looked for) is
- * prof/leakscan.c's, which the at-exit check runs too.  Without --stop the
+ * prof/output/leakscan.c's, which the at-exit check runs too.  Without --stop the
  * process runs on and a block held only in a register is reported; with
  * it, every thread is held (PTRACE_SEIZE + PTRACE_INTERRUPT) for the scan,
  * its registers count as roots and its stack is read from its stack

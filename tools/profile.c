@@ -3,6 +3,7 @@
  * PID`, `heapalloc leaks PID -o`).
  *
  *     heapalloc-profile PID text|pprof|alloc [--summary FD] < TABLES > PROFILE
+ *     heapalloc-profile unsample R < PAIRS > PAIRS
  *
  * TABLES: what tools/ha_proc.py copied out of process PID's memory
  * (prof/root.h's tables), one record a line:
@@ -17,12 +18,15 @@
  *     map LINE                      a line of the memory map to name
  *                                   instead of /proc/PID/maps (an emulated
  *                                   process's, as its program sees it)
- * PROFILE: the gperftools text (prof/writer.c) or gzipped profile.proto
- * (prof/pprof.c; alloc: alloc_space as its default sample type), with the
+ * PROFILE: the gperftools text (prof/output/writer.c) or gzipped profile.proto
+ * (prof/output/pprof.c; alloc: alloc_space as its default sample type), with the
  * memory map and build IDs of PID (its /proc/PID/maps and memory), in the
  * bytes an in-process dump of the same tables writes.  --summary FD: one
  * line "TOTAL_ALLOCATED TOTAL_FREED SITES CALIBRATED" there.  Exit 0; 1
  * after one stderr line.
+ * unsample: each line "COUNT BYTES" of a heap_v2/R profile sampled at R,
+ * as pprof reads it (ha_sampler_unsample_pair), for the commands that read
+ * text profiles (tools/ha_textdump.py), so the formula has one home.
  *
  * Owns parsing the tables and the other side of the interface the writers
  * use in a process (prof/prof.h: the table snapshot, the live samples, the
@@ -41,7 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prof/pprof.h"
+#include "prof/output/pprof.h"
 #include "prof/root.h"
 
 /* One stderr line, then exit status 1. */
@@ -275,7 +279,7 @@ int ha_prof_compat(void)
 void ha_prof_totals(uint64_t out[2])
 {
 	uint64_t b[2], q[2];
-	if (cp.rate <= 1 && !ha_prof_compat()) {
+	if (ha_rate_records_all(cp.rate) && !ha_prof_compat()) {
 		ha_totals_of(cp.rec, NULL, NULL, NULL, NULL, 0, out);
 		return;
 	}
@@ -309,8 +313,34 @@ static void put(ha_out *o, FILE *f)
 		o->err = errno ? errno : EIO;
 }
 
+/* heapalloc-profile unsample R: stdin's "COUNT BYTES" lines unsampled. */
+static int unsample_main(const char *rate)
+{
+	char *end;
+	errno = 0;
+	long long r = strtoll(rate, &end, 10);
+	if (end == rate || *end || errno || r < 0)
+		die("unsample: the rate is not a count of bytes: %s", rate);
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, stdin) > 0) {
+		char *s = line;
+		uint64_t v[2], out[2];
+		if (nums(&s, v, 2))
+			die("unsample: a line is not \"COUNT BYTES\"");
+		ha_sampler_unsample_pair(v[0], v[1], (int64_t)r, out);
+		printf("%" PRIu64 " %" PRIu64 "\n", out[0], out[1]);
+	}
+	free(line);
+	if (fflush(stdout) || ferror(stdout))
+		die("unsample: cannot write its output");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "unsample"))
+		return unsample_main(argv[2]);
 	int pid = 0, summary = -1;
 	const char *fmt = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -343,7 +373,7 @@ int main(int argc, char **argv)
 	ha_prof_opt.calibrate = (cp.flags & HA_ROOT_CALIBRATE) != 0;
 	for (int i = 0; i < cp.nnotes; i++)
 		ha_pprof_notes[i] = cp.notes[i];
-	int64_t r = cp.rate > 1 ? cp.rate : 1;
+	int64_t r = ha_rate_records_all(cp.rate) ? 1 : cp.rate;
 	/* the totals this profile adds up to, as a dump holds them */
 	uint64_t t[2];
 	ha_prof_totals(t);
@@ -377,7 +407,7 @@ int main(int argc, char **argv)
 			sites += cp.lines[i].alloc_count && cp.lines[i].b->depth;
 		ha_calib cal;
 		uint64_t *cv = ha_calib_values(cp.lines, cp.n, r, NULL, &cal);
-		int scaled = cv != NULL || r <= 1;
+		int scaled = cv != NULL || ha_rate_records_all(r);
 		free(cv);
 		dprintf(summary, "%" PRIu64 " %" PRIu64 " %zu %d\n", t[0], t[1], sites, scaled);
 	}

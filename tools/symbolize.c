@@ -26,7 +26,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include <zlib.h>
 
 #include "prof/pb.h"
+#include "prof/sampler.h"   /* ha_sampler_unsample_pair (prof/capture/sampler.c) */
 #include "sym/dwarf.h"
 
 static const char *prog = "heapalloc-symbolize";
@@ -352,20 +352,6 @@ static void ub_add(ubuf *b, const void *s, size_t n)
 	b->len += n;
 }
 
-/* Go's scaleHeapSample (what both pprofs apply to heap_v2/R lines). */
-static void unsample(uint64_t c, uint64_t b, uint64_t r, uint64_t *oc, uint64_t *ob)
-{
-	if (!c || !b || r <= 1) {
-		*oc = c;
-		*ob = b;
-		return;
-	}
-	double avg = (double)b / (double)c;
-	double scale = 1 / (1 - exp(-avg / (double)r));
-	*oc = (uint64_t)((double)c * scale);
-	*ob = (uint64_t)((double)b * scale);
-}
-
 static int loc_eq(const profile *pr, size_t i, const void *w)
 {
 	return pr->locs[i].address == *(const uint64_t *)w;
@@ -471,8 +457,8 @@ static int decode_text(profile *pr, char *text, size_t n, const char *name)
 		}
 		if (!d)
 			continue;
-		unsample(ao, ab, r, &vals[0], &vals[1]);
-		unsample(io, ib, r, &vals[2], &vals[3]);
+		ha_sampler_unsample_pair(ao, ab, (int64_t)r, &vals[0]);
+		ha_sampler_unsample_pair(io, ib, (int64_t)r, &vals[2]);
 		unsigned char sb[4096], lb[32];
 		pb_buf s = { sb, 0, sizeof sb, 0 }, l = { lb, 0, sizeof lb, 0 };
 		pb_packed(&s, PB_SAMPLE_LOCATION_ID, ids, d < 64 ? d : 64);

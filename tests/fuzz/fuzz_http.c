@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_http.c — libFuzzer target for prof/http_*.c, the
+/* tests/fuzz/fuzz_http.c — libFuzzer target for prof/serve/http_*.c, the
  * HEAP_PROFILE_HTTP server, driven through its real socket and the helper
  * loop's two calls (ha_http_poll_set, ha_http_poll_done): each input is sent
  * as one client's bytes on a fresh TCP connection, the client half-closes,
@@ -6,7 +6,7 @@
  * (a head never finished) or one HTTP/1.1 response with a known status,
  * its head ended by a blank line, and a body of exactly Content-Length
  * bytes (or none, for HEAD).  The profile itself is a stand-in (the
- * profiler is not linked): prof/writer.c's real text writer over an empty
+ * profiler is not linked): prof/output/writer.c's real text writer over an empty
  * table, and a few fixed bytes for the pprof encoder.  Test-only. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 
 #include "prof/prof.h"
 
-/* ---- the profiler's parts http_*.c call (prof/session.c, pprof.c, options.c) */
+/* ---- the profiler's parts http_*.c call (prof/session/session.c, pprof.c, options.c) */
 pthread_mutex_t ha_prof_dump_lock = PTHREAD_MUTEX_INITIALIZER;
 HA_TLS int ha_prof_busy;
 ha_prof_options ha_prof_opt;

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_maps.c — libFuzzer target for the profile writer
- * (prof/writer.c): the /proc/self/maps copy that normalises the 4th
+ * (prof/output/writer.c): the /proc/self/maps copy that normalises the 4th
  * permission character, the number formatting, the output buffer and the
  * temp-file + rename protocol, under every fault the stand-ins can inject
  * (short reads and writes, EINTR, a write failing or returning 0 part way,

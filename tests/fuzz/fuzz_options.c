@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_options.c — libFuzzer target for the profiler's switches
- * (prof/options.c): the value parsers and ha_options_load() over a whole
+ * (prof/session/options.c): the value parsers and ha_options_load() over a whole
  * environment built from the input, with alloc/log.c's real message
  * formatting (its write(2) is captured by the stand-ins).
  *

@@ -41,7 +41,7 @@ void ha_raw_free(void *p)
 
 HA_TLS unsigned ha_locks_held;   /* alloc/init.c */
 
-/* prof/calibrate.c: nothing calibrated, the writer writes the raw lines */
+/* prof/output/calibrate.c: nothing calibrated, the writer writes the raw lines */
 uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_lineset *set,
 			  ha_calib *c)
 {
@@ -53,7 +53,7 @@ uint64_t *ha_calib_values(const ha_line *lines, size_t n, int64_t r, const ha_li
 	return NULL;
 }
 
-/* ---- the stack table (prof/stack_table.c): a snapshot set by the target */
+/* ---- the stack table (prof/capture/stack_table.c): a snapshot set by the target */
 ha_line *fz_lines;
 size_t fz_nlines;
 int fz_table_locked;

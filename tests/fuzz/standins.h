@@ -1,5 +1,5 @@
 /* tests/fuzz/standins.h — what the fuzz targets swap in for the rest of
- * heapalloc when they compile prof/options.c, prof/writer.c and
+ * heapalloc when they compile prof/session/options.c, prof/output/writer.c and
  * alloc/log.c on their own.  Test-only, never shipped.
  *
  * The file calls writer.c and log.c make are renamed on their compile line

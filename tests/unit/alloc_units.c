@@ -1,5 +1,5 @@
 /* tests/unit/alloc_units — the allocator's internals, linked without the
- * profiler (libha_alloc + alloc/prof_none.c): that this links at all shows
+ * profiler (libha_alloc + tests/unit/prof_none.c): that this links at all shows
  * alloc/ needs nothing of prof/ beyond alloc/hooks.h.  Checks the size-class
  * table (every request's class is the smallest that holds it, 16-byte
  * multiples, waste within a ninth above 128 B, free's block-start check

@@ -1,5 +1,5 @@
 /* tests/unit/prof_alone.c — the profiler linked alone: libha_prof over
- * prof/alloc_none.c (an allocator that keeps no books), as one shared
+ * tests/unit/alloc_none.c (an allocator that keeps no books), as one shared
  * library linked with --no-undefined, so a call into the allocator that
  * alloc/hooks.h does not declare fails the build.  Here the profiler starts
  * a session, writes a dump of an empty heap in both formats and stops:

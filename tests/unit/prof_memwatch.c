@@ -1,4 +1,4 @@
-/* tests/unit/prof_memwatch.c — unit tier for prof/memwatch.c: which limit the
+/* tests/unit/prof_memwatch.c — unit tier for prof/session/memwatch.c: which limit the
  * pre-OOM dump watches, read from a cgroup tree made here (v2 with
  * ancestors, v1 with a controller list, a hybrid host, "max" and v1's
  * "unlimited"), and the reason lines of the pre-OOM dump, written once.

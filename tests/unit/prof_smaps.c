@@ -1,4 +1,4 @@
-/* tests/unit/prof_smaps.c — unit tier for prof/stats.c's walk of
+/* tests/unit/prof_smaps.c — unit tier for prof/output/stats.c's walk of
  * /proc/self/smaps: the walk that jumps from each mapping's header to its
  * Rss and past its VmFlags must find exactly what reading every line finds
  * (the largest resident mappings by path), whatever read boundaries split

@@ -1,4 +1,4 @@
-/* tests/unit/prof_stack.c — unit tier for prof/stack.c, compiled straight from
+/* tests/unit/prof_stack.c — unit tier for prof/capture/stack.c, compiled straight from
  * the source (tests/prof.am): a fresh thread's stacks come from the shared
  * rows or the frame rules learned from them, frame for frame what
  * libunwind's fast trace returns, without the fast trace's per-thread
@@ -28,7 +28,7 @@
 #include <sys/resource.h>
 
 #include "prof/prof.h"
-#include "prof/frame_rules.h"   /* ha_trace_norm */
+#include "prof/capture/frame_rules.h"   /* ha_trace_norm */
 #include "prof/unit.h"          /* uncached, signal_steps, ha_unw_refused */
 #include "tests/check.h"
 

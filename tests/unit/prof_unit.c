@@ -23,7 +23,7 @@ void ha_dump_mem_free(void *p) { free(p); }
 HA_TLS unsigned ha_locks_held;
 static uint32_t session_now = 7;
 int ha_alloc_session_live(uint32_t session) { return session == session_now; }
-/* and for prof/peak.c: no peak image here */
+/* and for prof/session/peak.c: no peak image here */
 int ha_peak_inc;
 void ha_peak_touch_slow(ha_bucket *b) { (void)b; }
 

@@ -1,4 +1,4 @@
-/* tests/unit/prof_unwind.c — unit tier for prof/stack.c's unwinders: every
+/* tests/unit/prof_unwind.c — unit tier for prof/capture/stack.c's unwinders: every
  * stack the sampling hook captures must equal libunwind's own
  * unw_backtrace of the same stack, whether it was walked by the frame
  * rules, by the shared rows, or stepped past a signal frame or a frame
@@ -26,7 +26,7 @@
 #include <libunwind.h>
 #include <string.h>
 
-#include "prof/frame_rules.h"   /* the rule walk, inline */
+#include "prof/capture/frame_rules.h"   /* the rule walk, inline */
 #include "prof/unit.h"
 #include "tests/check.h"
 
