@@ -24,7 +24,7 @@
  * Blocks kept here are ours, so they age out whichever thread freed them.
  * Bounds: ha_keep_cap's resident (purge.c; LARGE_HOT_MAX with the opt-in
  * purge thread), the oldest going cold past it at the free that passed
- * it; LARGE_HOT_BYTES always stay; LARGE_COLD_MAX of address space (past
+ * it; the idle floor (ha_idle_floor) always stays; LARGE_COLD_MAX of address space (past
  * it blocks go back to mimalloc).
  * A cold block serves a request as a fresh one would: its pages fault in.
  * Records live in meta memory, not in the blocks, so a cold block has no
@@ -42,7 +42,6 @@
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
 #define HA_ARENA_RESERVE ((size_t)8 << 30)
-#define LARGE_HOT_BYTES HA_IDLE_KEEP
 #define LARGE_HOT_MAX ((size_t)64 << 20)
 #define LARGE_COLD_MAX ((size_t)1 << 30)
 
@@ -191,7 +190,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 	ha_unlock(&large_lock);
 	if (hot) {
 		cache_decay(now, cap);
-		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES)
+		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > HA_IDLE_KEEP)
 			ha_purge_kick();
 		ha_purge_tick(now);
 		return 1;
@@ -248,7 +247,7 @@ static int cache_take(size_t need, lrec *out, int *cold)
 }
 
 /* Hot blocks go cold, oldest first: while more than cap bytes are hot,
- * and while more than LARGE_HOT_BYTES are, those idle HA_DECAY_MS (looked
+ * and while more than the idle floor are, those idle HA_DECAY_MS (looked
  * for at most every HA_DECAY_MS / 8); cap 0: all.  A few at a time under
  * the lock. */
 static void cache_decay(uint32_t now, size_t cap)
@@ -259,6 +258,7 @@ static void cache_decay(uint32_t now, size_t cap)
 	if (idle)
 		__atomic_store_n(&ldecay_checked, now, __ATOMIC_RELAXED);
 	int forced = 0;
+	size_t floor = idle ? ha_idle_floor(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED)) : 0;
 	for (;;) {
 		lrec *got[8];
 		unsigned bin[8], n = 0;
@@ -274,7 +274,7 @@ static void cache_decay(uint32_t now, size_t cap)
 			lrec *r = lbin[o].hot_tail;
 			if (lhot_bytes > cap)
 				forced = 1;
-			else if (!(idle && lhot_bytes > LARGE_HOT_BYTES &&
+			else if (!(idle && lhot_bytes > floor &&
 				   (uint32_t)(now - r->idle_since) >= HA_DECAY_MS))
 				break;
 			hot_unlink(o, r);
@@ -300,10 +300,11 @@ static void cache_decay(uint32_t now, size_t cap)
 
 int ha_arena_decay(uint32_t now)
 {
-	if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) <= LARGE_HOT_BYTES)
+	if (!__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED))
 		return 0;
 	cache_decay(now, ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX));
-	return __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES;
+	uint64_t h = __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);
+	return h > ha_idle_floor(h);
 }
 
 uint64_t ha_arena_held_bytes(void)

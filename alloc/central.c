@@ -15,8 +15,8 @@
  * the bound ha_keep_cap gives (purge.c): past it the oldest go cold
  * (madvise'd MADV_DONTNEED) at once, at the release that passed it, so a
  * program that goes quiet right after a free keeps no more than that.  A
- * span idle for SPAN_DECAY_MS goes cold too, except for SPAN_HOT_BYTES
- * that always stay: refills and releases look (ha_purge_tick), and so does
+ * span idle for SPAN_DECAY_MS goes cold too, except for the idle floor
+ * (ha_idle_floor) that always stays: refills and releases look (ha_purge_tick), and so does
  * the opt-in purge thread, with which the bound is SPAN_HOT_MAX.
  * Cold spans are kept up to SPAN_COLD_BYTES of address space, and only
  * past that returned to mimalloc.  Cold spans cost no RSS, while
@@ -34,9 +34,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#define SPAN_HOT_BYTES HA_IDLE_KEEP
 #define SPAN_HOT_MAX ((size_t)64 << 20)
-#define SPAN_COLD_BYTES ((size_t)1 << 30)
+#define SPAN_COLD_BYTES ((size_t)4 << 30)
 #define SPAN_DECAY_MS HA_DECAY_MS
 
 /* Each class's transfer cache is an array of block pointers, taken from
@@ -78,11 +77,17 @@ typedef struct central {
 
 static central centrals[HA_NCLASSES];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
-static ha_span *rec_free;
 /* the free-span pool, under rec_lock: per span size, a hot list (newest at
- * the head, oldest at the tail, linked both ways) and a cold list */
+ * the head, oldest at the tail, linked both ways) and the cold spans'
+ * addresses, a stack of ncold (a cold span keeps no record: 8 bytes of
+ * address, not a 128-byte record resident for each), mapped on first use */
 #define POOL_SIZES 32
-static struct { uint32_t bytes; ha_span *hot, *hot_tail, *cold; } pool[POOL_SIZES];
+static struct {
+	uint32_t bytes;
+	uint32_t ncold;
+	ha_span *hot, *hot_tail;
+	uintptr_t *cold;
+} pool[POOL_SIZES];
 static size_t hot_bytes, cold_bytes;
 static uint32_t decay_checked;    /* ms clock of the last look for idle spans */
 static uint64_t live_bytes;       /* bytes of spans held by size classes (atomic) */
@@ -98,31 +103,8 @@ void ha_central_init(void)
 		pthread_mutex_init(&centrals[c].lock, NULL);
 }
 
-static ha_span *rec_get(void)
-{
-	ha_lock(&rec_lock);
-	ha_span *s = rec_free;
-	if (s)
-		rec_free = s->next;
-	ha_unlock(&rec_lock);
-	if (s) {
-		memset(s, 0, sizeof *s);
-	} else {
-		/* 64-aligned (meta memory is 16-aligned): free reads one
-		 * cache line of it; NULL stays NULL */
-		uintptr_t raw = (uintptr_t)ha_meta_alloc(sizeof *s + 48);
-		s = (ha_span *)((raw + 63) & ~(uintptr_t)63);
-	}
-	return s;
-}
-
-static void rec_put(ha_span *s)
-{
-	ha_lock(&rec_lock);
-	s->next = rec_free;
-	rec_free = s;
-	ha_unlock(&rec_lock);
-}
+#define rec_get ha_spanrec_get
+#define rec_put ha_spanrec_put
 
 static void list_push(central *c, ha_span *s)
 {
@@ -185,27 +167,42 @@ static void hot_unlink(int i, ha_span *s)
 	hot_bytes -= pool[i].bytes;
 }
 
-/* A span whose pages are gone (madvise'd) joins the cold list, or goes
- * back to mimalloc when that is full. */
+/* A span whose pages are gone (madvise'd) joins the cold stack, its record
+ * freed, or goes back to mimalloc when that is full. */
 static void cold_put(int i, ha_span *s)
 {
 	uint32_t bytes = pool[i].bytes;
+	uintptr_t base = s->base;
+	rec_put(s);
+	if (!__atomic_load_n(&pool[i].cold, __ATOMIC_ACQUIRE)) {
+		/* the stack for this span size, outside the lock: at most
+		 * SPAN_COLD_BYTES / bytes entries, pages touched as it fills */
+		int e = errno;
+		void *m = ha_sys_mmap(NULL, SPAN_COLD_BYTES / bytes * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		errno = e;
+		ha_lock(&rec_lock);
+		if (m != MAP_FAILED && !pool[i].cold) {
+			__atomic_store_n(&pool[i].cold, m, __ATOMIC_RELEASE);
+			m = MAP_FAILED;
+		}
+		ha_unlock(&rec_lock);
+		if (m != MAP_FAILED)
+			ha_sys_munmap(m, SPAN_COLD_BYTES / bytes * sizeof(uintptr_t));
+	}
 	ha_lock(&rec_lock);
-	int room = cold_bytes + bytes <= SPAN_COLD_BYTES;
+	int room = pool[i].cold && cold_bytes + bytes <= SPAN_COLD_BYTES;
 	if (room) {
-		s->next = pool[i].cold;
-		pool[i].cold = s;
+		pool[i].cold[pool[i].ncold++] = base;
 		cold_bytes += bytes;
 	}
 	ha_unlock(&rec_lock);
-	if (!room) {
-		ha_arena_span_free((void *)s->base);
-		rec_put(s);
-	}
+	if (!room)
+		ha_arena_span_free((void *)base);
 }
 
 /* Hot spans go cold, oldest first: while more than cap bytes are hot, and
- * while more than SPAN_HOT_BYTES are, those idle SPAN_DECAY_MS (looked for
+ * while more than the idle floor are, those idle SPAN_DECAY_MS (looked for
  * at most every SPAN_DECAY_MS / 8); cap 0: all.  A few at a time under
  * the lock, madvise'd outside it. */
 static void pool_decay(uint32_t now, size_t cap)
@@ -216,6 +213,7 @@ static void pool_decay(uint32_t now, size_t cap)
 	if (idle)
 		__atomic_store_n(&decay_checked, now, __ATOMIC_RELAXED);
 	int forced = 0;
+	size_t floor = idle ? ha_idle_floor(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED)) : 0;
 	for (;;) {
 		ha_span *got[8];
 		int slot[8], n = 0;
@@ -231,7 +229,7 @@ static void pool_decay(uint32_t now, size_t cap)
 			ha_span *s = pool[o].hot_tail;
 			if (hot_bytes > cap)
 				forced = 1;
-			else if (!(idle && hot_bytes > SPAN_HOT_BYTES &&
+			else if (!(idle && hot_bytes > floor &&
 				   (uint32_t)(now - s->idle_since) >= SPAN_DECAY_MS))
 				break;
 			hot_unlink(o, s);
@@ -265,10 +263,11 @@ static int pool_put(ha_span *s, uint32_t bytes, int idle)
 	int hot = 0, i;
 	uint32_t now = ha_now_ms(), since = idle ? now - SPAN_DECAY_MS : now;
 	size_t cap = pool_cap();
+	size_t floor = idle ? ha_idle_floor(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED)) : 0;
 	ha_lock(&rec_lock);
 	i = pool_slot(bytes);
 	/* an idle span stays hot only below the idle floor */
-	if (i >= 0 && bytes <= cap && (!idle || hot_bytes + bytes <= SPAN_HOT_BYTES)) {
+	if (i >= 0 && bytes <= cap && (!idle || hot_bytes + bytes <= floor)) {
 		hot_push(i, s, since);
 		hot = 1;
 	}
@@ -282,7 +281,7 @@ static int pool_put(ha_span *s, uint32_t bytes, int idle)
 			ha_keep_forced(now);
 	}
 	pool_decay(now, cap);
-	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
+	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > HA_IDLE_KEEP)
 		ha_purge_kick();
 	ha_purge_tick(now);
 	return 1;
@@ -293,10 +292,11 @@ static int classes_decay(uint32_t now);
 int ha_central_decay(uint32_t now)
 {
 	int more = classes_decay(now);
-	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= SPAN_HOT_BYTES)
+	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED))
 		return more;
 	pool_decay(now, pool_cap());
-	return more || __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES;
+	uint64_t h = __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED);
+	return more || h > ha_idle_floor(h);
 }
 
 uint64_t ha_central_held_bytes(void)
@@ -313,6 +313,7 @@ uint64_t ha_central_live_bytes(void)
 static ha_span *pool_take(uint32_t bytes, int *cold)
 {
 	ha_span *s = NULL;
+	uintptr_t base = 0;
 	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
 		return NULL;
 	ha_lock(&rec_lock);
@@ -320,14 +321,18 @@ static ha_span *pool_take(uint32_t bytes, int *cold)
 		if (pool[i].bytes == bytes) {
 			if ((s = pool[i].hot) != NULL) {
 				hot_unlink(i, s);
-			} else if ((s = pool[i].cold) != NULL) {
-				pool[i].cold = s->next;
+			} else if (pool[i].ncold) {
+				base = pool[i].cold[--pool[i].ncold];
 				cold_bytes -= bytes;
 				*cold = 1;
 			}
 			break;
 		}
 	ha_unlock(&rec_lock);
+	if (base && !(s = rec_get()))
+		ha_arena_span_free((void *)base);   /* no record: out of memory */
+	else if (base)
+		s->base = base;
 	return s;
 }
 
@@ -426,20 +431,17 @@ static void span_release(ha_span *s, int idle)
 static void pool_release_cold(void)
 {
 	for (;;) {
-		ha_span *s = NULL;
-		uint32_t bytes = 0;
+		uintptr_t base = 0;
 		ha_lock(&rec_lock);
-		for (unsigned i = 0; i < POOL_SIZES && !s; i++)
-			if ((s = pool[i].cold) != NULL) {
-				pool[i].cold = s->next;
-				bytes = pool[i].bytes;
-				cold_bytes -= bytes;
+		for (unsigned i = 0; i < POOL_SIZES && !base; i++)
+			if (pool[i].ncold) {
+				base = pool[i].cold[--pool[i].ncold];
+				cold_bytes -= pool[i].bytes;
 			}
 		ha_unlock(&rec_lock);
-		if (!s)
+		if (!base)
 			return;
-		ha_arena_span_free((void *)s->base);
-		rec_put(s);
+		ha_arena_span_free((void *)base);
 	}
 }
 
@@ -636,7 +638,7 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	release_dead(dead, to_spans == HA_TO_SPANS_IDLE);
 	/* cached past the floor: the opt-in purge thread (if enabled) runs,
 	 * as the span pool's puts start it */
-	if (!to_spans && __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) > SPAN_HOT_BYTES)
+	if (!to_spans && __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED) > HA_IDLE_KEEP)
 		ha_purge_kick();
 }
 

@@ -30,7 +30,7 @@
  *     MADV_DONTNEED, down to 7/8 of it (the address space stays, clean); a
  *     region with no block left is unmapped whole.  Once no huge block has
  *     been allocated or freed for HA_DECAY_MS, free dirty pages past
- *     HUGE_IDLE_KEEP go back too (the purge thread's step, purge.c), so a
+ *     the idle floor (ha_idle_floor) go back too (the purge thread's step, purge.c), so a
  *     program that is done with its big blocks does not keep up to 256 MiB
  *     of them for good.  malloc_trim() releases
  *     every free dirty page and unmaps every empty region; so does the
@@ -77,7 +77,6 @@
 #define NREGIONS 64
 #define CACHE_MIN ((size_t)64 << 20)
 #define CACHE_MAX ((size_t)256 << 20)
-#define HUGE_IDLE_KEEP HA_IDLE_KEEP       /* free dirty bytes kept once idle */
 /* Without the purge thread the budget is also ha_keep_cap's, plus room
  * for the block freed last, up to this: a
  * program that frees and allocates a block of a few MiB in a loop reuses
@@ -334,14 +333,14 @@ uint64_t ha_huge_live_bytes(void)
 }
 
 /* Give free dirty pages back to the kernel: all of them (all != 0: also
- * unmaps empty regions); else, idle, down to HUGE_IDLE_KEEP; else down to
+ * unmaps empty regions); else, idle, down to its idle floor; else down to
  * 7/8 of the budget.  Returns bytes released. */
 static size_t release(int all, int idle)
 {
 	size_t done = 0;
 	for (;;) {
 		ha_lock(&huge_lock);
-		size_t budget = idle ? HUGE_IDLE_KEEP : cache_budget();
+		size_t budget = idle ? ha_idle_floor(__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG) : cache_budget();
 		if (!all && free_dirty * PG <= budget) {
 			ha_unlock(&huge_lock);
 			return done;
@@ -525,18 +524,20 @@ void ha_huge_free(void *p)
 		ha_keep_forced(ms);
 		release(0, 0);
 	}
-	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP)
+	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HA_IDLE_KEEP)
 		ha_purge_kick();
 	ha_purge_tick(ms);
 }
 
 int ha_huge_decay(uint32_t now)
 {
-	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG <= HUGE_IDLE_KEEP)
+	uint64_t d = __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
+	if (!d || d <= ha_idle_floor(d))
 		return 0;
 	if ((uint32_t)(now - __atomic_load_n(&huge_used_ms, __ATOMIC_RELAXED)) >= HA_DECAY_MS)
 		release(0, 1);
-	return __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP;
+	d = __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
+	return d > ha_idle_floor(d);
 }
 
 /* A region block's pages move to a mapping of their own of len bytes;

@@ -29,7 +29,7 @@
  * Synchronization (lock order, outermost first):
  *   [libc's stdio list lock, at fork only: init.c] ->
  *   profiler locks (prof/, via ha_prof_prefork) -> thread-cache registry ->
- *   central[cls].lock (ascending cls) -> span-record lock -> large cache lock
+ *   central[cls].lock (ascending cls) -> span-pool lock -> record lock -> large cache lock
  *   -> huge cache lock -> page-map leaf lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
  * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
@@ -129,6 +129,13 @@ typedef struct ha_span {
 
 
 
+/* ---- spanrec.c: span records, their unused pages given back ------------- */
+ha_span *ha_spanrec_get(void);     /* zeroed, 64-aligned; NULL when out */
+void ha_spanrec_put(ha_span *s);
+void ha_spanrec_decay(void);       /* pages all of whose records are free */
+void ha_spanrec_prefork(void);
+void ha_spanrec_postfork(int child);
+
 /* ---- pagemap.c ---------------------------------------------------------- */
 #define HA_PM_LEAF_BITS 14   /* a leaf (2 x 128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
 #define HA_PM_ROOT_BITS (48 - HA_PAGE_SHIFT - HA_PM_LEAF_BITS)
@@ -142,10 +149,17 @@ typedef struct ha_pent {
 	uint32_t cls;
 } ha_pent;
 /* A leaf: per page its span (distance from ha_pm.nospan) and its entry,
- * both at the same index, so one root load reaches either. */
+ * both at the same index, so one root load reaches either; then its
+ * bookkeeping (pagemap.c), per part of 512 pages (one page of each array):
+ * the spans that name a page of it, and which parts may be resident. */
+#define HA_PM_PART_BITS 9
+#define HA_PM_PARTS (1u << (HA_PM_LEAF_BITS - HA_PM_PART_BITS))
 typedef struct ha_pmleaf {
 	uintptr_t span[1u << HA_PM_LEAF_BITS];
 	ha_pent ent[1u << HA_PM_LEAF_BITS];
+	uint32_t users[HA_PM_PARTS];   /* spans set in the part | HA_PM_DISCARDING */
+	uint32_t dirty;                /* parts written since last given back */
+	struct ha_pmleaf *next;        /* every leaf, for ha_pagemap_decay */
 } ha_pmleaf;
 /* Free's class table, indexed by a page's class: the block-start check in
  * 32 bits (a span's offsets are below 2^32: size = odd << ror, inv the
@@ -207,6 +221,10 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 /* The entries of span s's pages: its class while plain_max says it is
  * unmarked, else 0 (ha_span_mark_recorded and its undoing). */
 void ha_pagemap_mark(const ha_span *s);
+/* The decay step's part for the page map: a leaf's part no span names now
+ * gives its pages back (a burst spread over a GiB leaves 6 MiB of leaves
+ * behind otherwise, 256 KiB per 64 MiB); returns 0. */
+int ha_pagemap_decay(uint32_t now);
 /* Fill ha_pm.cl from the class tables (after ha_size_class_init). */
 void ha_pagemap_init(void);
 void ha_pagemap_prefork(void);
@@ -218,11 +236,13 @@ void ha_pagemap_postfork(int child);
  * program's own slow paths (ha_purge_tick), or on the opt-in purge thread
  * (HEAPALLOC_PURGE_THREAD=1), which lets them keep up to their maximum. */
 #define HA_DECAY_MS 1000
-/* What each cache (span pool, large blocks, huge pages) keeps resident once
- * its bytes have been idle HA_DECAY_MS: a program that sleeps after a burst
- * keeps a few MiB at most, and one that takes a little again within the
- * second finds it warm. */
+/* What the caches (span pool, transfer arrays, large blocks, huge pages)
+ * keep resident together once their bytes have been idle HA_DECAY_MS: a
+ * program that sleeps after a burst keeps no more, and one that takes a
+ * little again within the second finds it warm.  ha_idle_floor(own) is a
+ * cache's part of it: what the others do not hold already. */
 #define HA_IDLE_KEEP ((size_t)1 << 20)
+size_t ha_idle_floor(uint64_t own);
 /* Without the thread the caches together keep HA_KEEP_FLOOR plus this
  * share of the bytes the program has in use (spans in classes, large and
  * huge blocks): what a program that goes quiet right after a free keeps

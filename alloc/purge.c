@@ -57,6 +57,8 @@ static int decay_all(uint32_t now)
 	more |= ha_arena_decay(now);
 	more |= ha_huge_decay(now);
 	more |= ha_tcache_decay(now);
+	more |= ha_pagemap_decay(now);
+	ha_spanrec_decay();
 	return more;
 }
 
@@ -182,6 +184,13 @@ size_t ha_keep_cap(uint64_t own, size_t hot_max)
 	uint64_t others = held > own ? held - own : 0;
 	cap = cap > others ? cap - others : 0;
 	return cap < hot_max ? (size_t)cap : hot_max;
+}
+
+size_t ha_idle_floor(uint64_t own)
+{
+	uint64_t held = ha_central_held_bytes() + ha_arena_held_bytes() + ha_huge_held_bytes();
+	uint64_t others = held > own ? held - own : 0;
+	return others < HA_IDLE_KEEP ? (size_t)(HA_IDLE_KEEP - others) : 0;
 }
 
 static uint32_t ticked;   /* ms clock of the last ha_purge_tick step */
