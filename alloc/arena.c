@@ -354,6 +354,34 @@ void ha_arena_init(void)
 	/* mimalloc must never print into the profiled program's stderr. */
 	mi_option_disable(mi_option_show_errors);
 	mi_option_disable(mi_option_verbose);
+	/* A page mimalloc frees goes back to the kernel at once, not 25 ms
+	 * later at the owning thread's next call (which an exited thread
+	 * never makes): what reaches mimalloc is spans and blocks our caches
+	 * let go (past their bounds, or idle), which nobody wants resident. */
+	mi_option_set(mi_option_decommit_delay, 0);
+}
+
+/* A decay step found the caches idle and gave memory back to mimalloc:
+ * mimalloc frees the segments left empty (abandoned ones of exited threads
+ * included) and decommits their pages now.  Cold large blocks go first. */
+void ha_arena_collect(void)
+{
+	for (;;) {
+		lrec *r = NULL;
+		ha_lock(&large_lock);
+		for (unsigned i = 0; i < LBINS && !r; i++)
+			if ((r = lbin[i].cold) != NULL) {
+				lbin[i].cold = r->next;
+				lcold_bytes -= r->bytes;
+			}
+		ha_unlock(&large_lock);
+		if (!r)
+			break;
+		block_release(r);
+	}
+	own();
+	mi_collect(true);
+	unown();
 }
 
 /* Reserve (not commit) address space as a mimalloc arena, so spans and

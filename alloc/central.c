@@ -90,6 +90,7 @@ static struct {
 } pool[POOL_SIZES];
 static size_t hot_bytes, cold_bytes;
 static uint32_t decay_checked;    /* ms clock of the last look for idle spans */
+static uint32_t pool_used_at;     /* ms clock of the last take or busy put */
 static uint64_t live_bytes;       /* bytes of spans held by size classes (atomic) */
 
 void ha_central_init(void)
@@ -263,6 +264,8 @@ static int pool_put(ha_span *s, uint32_t bytes, int idle)
 	int hot = 0, i;
 	uint32_t now = ha_now_ms(), since = idle ? now - SPAN_DECAY_MS : now;
 	size_t cap = pool_cap();
+	if (!idle)
+		__atomic_store_n(&pool_used_at, now, __ATOMIC_RELAXED);
 	size_t floor = idle ? ha_idle_floor(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED)) : 0;
 	ha_lock(&rec_lock);
 	i = pool_slot(bytes);
@@ -283,11 +286,14 @@ static int pool_put(ha_span *s, uint32_t bytes, int idle)
 	pool_decay(now, cap);
 	if (__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) > HA_IDLE_KEEP)
 		ha_purge_kick();
-	ha_purge_tick(now);
+	if (!idle)   /* an idle give-back (a scavenge) ticks once it is done */
+		ha_purge_tick(now);
 	return 1;
 }
 
 static int classes_decay(uint32_t now);
+
+static void pool_release_cold(void);
 
 int ha_central_decay(uint32_t now)
 {
@@ -297,6 +303,18 @@ int ha_central_decay(uint32_t now)
 	pool_decay(now, pool_cap());
 	uint64_t h = __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED);
 	return more || h > ha_idle_floor(h);
+}
+
+int ha_central_release_idle(uint32_t now)
+{
+	/* a pool unused for a decay period gives its cold spans back to
+	 * mimalloc: their address space held mimalloc's segments, and with
+	 * them each segment's header (40 KiB a 32 MiB segment) */
+	if (!__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED) ||
+	    (int32_t)(now - __atomic_load_n(&pool_used_at, __ATOMIC_RELAXED)) < SPAN_DECAY_MS)
+		return 0;
+	pool_release_cold();
+	return 1;
 }
 
 uint64_t ha_central_held_bytes(void)
@@ -316,6 +334,7 @@ static ha_span *pool_take(uint32_t bytes, int *cold)
 	uintptr_t base = 0;
 	if (!__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) && !__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
 		return NULL;
+	__atomic_store_n(&pool_used_at, ha_now_ms(), __ATOMIC_RELAXED);
 	ha_lock(&rec_lock);
 	for (int i = 0; i < POOL_SIZES && pool[i].bytes; i++)
 		if (pool[i].bytes == bytes) {

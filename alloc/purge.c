@@ -57,6 +57,10 @@ static int decay_all(uint32_t now)
 	more |= ha_arena_decay(now);
 	more |= ha_huge_decay(now);
 	more |= ha_tcache_decay(now);
+	/* idle cold spans back to mimalloc, and mimalloc's empty segments
+	 * back to the kernel, after every cache has decayed */
+	if (ha_central_release_idle(now))
+		ha_arena_collect();
 	more |= ha_pagemap_decay(now);
 	ha_spanrec_decay();
 	return more;
