@@ -22,9 +22,9 @@
  * (a program that cycles its blocks would fault every page back in) and
  * still leaves the pages of blocks freed by another thread to the owner.
  * Blocks kept here are ours, so they age out whichever thread freed them.
- * Bounds: ha_keep_cap's resident (purge.c; LARGE_HOT_MAX with the opt-in
+ * Bounds: ha_keep_cap's resident (purge.c; HA_LARGE_HOT_MAX with the opt-in
  * purge thread), the oldest going cold past it at the free that passed
- * it; the idle floor (ha_idle_floor) always stays; LARGE_COLD_MAX of address space (past
+ * it; the idle floor (ha_idle_floor) always stays; HA_LARGE_COLD_MAX of address space (past
  * it blocks go back to mimalloc).
  * A cold block serves a request as a fresh one would: its pages fault in.
  * Records live in meta memory, not in the blocks, so a cold block has no
@@ -42,8 +42,6 @@
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
 #define HA_ARENA_RESERVE ((size_t)8 << 30)
-#define LARGE_HOT_MAX ((size_t)64 << 20)
-#define LARGE_COLD_MAX ((size_t)1 << 30)
 
 typedef struct lhdr {
 	uint64_t req;        /* requested size | HA_LARGE_SAMPLED | tracked bit */
@@ -154,7 +152,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 	if (i >= LBINS)
 		return 0;
 	uint32_t now = ha_now_ms();
-	size_t cap = ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX);
+	size_t cap = ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), HA_LARGE_HOT_MAX);
 	lrec *r = NULL;
 	int hot = 0, cold = 0;
 	ha_lock(&large_lock);
@@ -183,7 +181,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 		lbin[i].hot = r;
 		lhot_bytes += bytes;
 		hot = 1;
-	} else if (lcold_bytes + bytes <= LARGE_COLD_MAX) {
+	} else if (lcold_bytes + bytes <= HA_LARGE_COLD_MAX) {
 		lcold_bytes += bytes;     /* counted now: the room is ours */
 		cold = 1;
 	}
@@ -302,7 +300,7 @@ int ha_arena_decay(uint32_t now)
 {
 	if (!__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED))
 		return 0;
-	cache_decay(now, ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX));
+	cache_decay(now, ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), HA_LARGE_HOT_MAX));
 	uint64_t h = __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);
 	return h > ha_idle_floor(h);
 }
@@ -565,7 +563,7 @@ uint64_t ha_arena_committed(void)
 
 /* Resident bytes of the hot cached blocks (a block's untouched tail is not:
  * mimalloc's usable size is past the request).  mincore under the lock:
- * for the stats, a few hundred blocks at most (LARGE_HOT_MAX). */
+ * for the stats, a few hundred blocks at most (HA_LARGE_HOT_MAX). */
 uint64_t ha_arena_cache_resident(void)
 {
 	uint64_t b = 0;

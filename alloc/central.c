@@ -6,27 +6,30 @@
  * another thread), and the list of spans that still hold free objects.
  * Blocks that do not fit the transfer cache go back to their span (found
  * through the page map); a span whose objects are all back returns to
- * mimalloc, except that each class keeps one empty span to avoid
- * thrashing, until it goes a second unused.
+ * mimalloc, except that each class keeps one empty span (up to
+ * HA_CLASS_KEEP_EMPTY) to avoid thrashing, until it goes a second unused.
  *
  * Empty spans beyond that go to a pool of free spans (records and memory
  * together), reused by any class with the same span size, newest first.
  * They stay resident (hot) while the program may want them back, up to
- * the bound ha_keep_cap gives (purge.c): past it the oldest go cold
+ * the bound ha_keep_cap gives (alloc/retain.h): past it the oldest go cold
  * (madvise'd MADV_DONTNEED) at once, at the release that passed it, so a
  * program that goes quiet right after a free keeps no more than that.  A
- * span idle for SPAN_DECAY_MS goes cold too, except for the idle floor
+ * span idle for HA_DECAY_MS goes cold too, except for the idle floor
  * (ha_idle_floor) that always stays: refills and releases look (ha_purge_tick), and so does
- * the opt-in purge thread, with which the bound is SPAN_HOT_MAX.
- * Cold spans are kept up to SPAN_COLD_BYTES of address space, and only
+ * the opt-in purge thread, with which the bound is HA_SPAN_HOT_MAX.
+ * Cold spans are kept up to HA_SPAN_COLD_MAX of address space, and only
  * past that returned to mimalloc.  Cold spans cost no RSS, while
  * memory handed back to mimalloc costs some: mi_free writes its free-list
  * link into the block and faults one page of every span back in, and
  * mimalloc keeps a page of several spans while one of them lives.
  * malloc_trim() turns the hot part cold.
  *
+ * After a decay period with the pool unused, its cold spans go back to
+ * mimalloc (ha_central_release_idle), which frees the segments they held.
+ *
  * Never calls malloc.  Drops its lock while getting a new span from the
- * back-end.  Span records come from meta.c and are recycled here.
+ * back-end.  Span records come from spanrec.c.
  */
 #include "alloc/internal.h"
 #include <errno.h>
@@ -34,32 +37,17 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#define SPAN_HOT_MAX ((size_t)64 << 20)
-#define SPAN_COLD_BYTES ((size_t)4 << 30)
-#define SPAN_DECAY_MS HA_DECAY_MS
 
 /* Each class's transfer cache is an array of block pointers, taken from
  * and given to by memcpy under the class lock (block memory is never
  * touched here: a block one core freed and another will allocate keeps
- * its cache line where it is).  Its capacity in blocks: TRANSFER_CLASS
- * bytes of them, between 16 moves of the largest size (a thread that only
- * frees hands over HA_MOVE_BATCHES batches at a time, and two or more do
- * so at once) and TRANSFER_MAX_OBJS; the array is made on first use.  A
- * class may take all of TRANSFER_BYTES (within ha_keep_cap, the bound all
- * caches share): in a producer/consumer program
- * the blocks in flight between the freeing and the allocating threads
- * swing by tens of MiB, and past the array they go back to their spans one
- * at a time and come out again the same way (xmalloc-testN: to_span and
- * the span path were 25% of the time with a 1 MiB array); an unused
- * class's array goes back after a quiet second (classes_decay). */
-#define TRANSFER_CLASS ((uint64_t)16 << 20)
-#define TRANSFER_MAX_OBJS 262144u
-/* Empty spans a class keeps before handing them to the pool: refilling
- * from a kept span costs no page-map update. */
-#define KEEP_EMPTY_BYTES ((uint64_t)64 << 10)
-/* All classes' transfer caches together hold at most this much: blocks
- * past it go back to their spans, so a heap that shrank can shrink. */
-#define TRANSFER_BYTES ((uint64_t)16 << 20)
+ * its cache line where it is), made on first use.  Its capacity in
+ * blocks: HA_TRANSFER_CLASS bytes of them, between 16 moves of the largest
+ * size (a thread that only frees hands over HA_MOVE_BATCHES batches at a
+ * time, and two or more do so at once) and HA_TRANSFER_MAX_OBJS; all
+ * classes' together hold at most HA_TRANSFER_MAX and ha_keep_cap
+ * (alloc/retain.h has why); an unused class's array goes back after a
+ * quiet second (classes_decay). */
 static ha_counter transfer;        /* bytes in all transfer caches (atomic) */
 #define transfer_bytes (transfer.v)
 
@@ -177,9 +165,9 @@ static void cold_put(int i, ha_span *s)
 	rec_put(s);
 	if (!__atomic_load_n(&pool[i].cold, __ATOMIC_ACQUIRE)) {
 		/* the stack for this span size, outside the lock: at most
-		 * SPAN_COLD_BYTES / bytes entries, pages touched as it fills */
+		 * HA_SPAN_COLD_MAX / bytes entries, pages touched as it fills */
 		int e = errno;
-		void *m = ha_sys_mmap(NULL, SPAN_COLD_BYTES / bytes * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
+		void *m = ha_sys_mmap(NULL, HA_SPAN_COLD_MAX / bytes * sizeof(uintptr_t), PROT_READ | PROT_WRITE,
 				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		errno = e;
 		ha_lock(&rec_lock);
@@ -189,10 +177,10 @@ static void cold_put(int i, ha_span *s)
 		}
 		ha_unlock(&rec_lock);
 		if (m != MAP_FAILED)
-			ha_sys_munmap(m, SPAN_COLD_BYTES / bytes * sizeof(uintptr_t));
+			ha_sys_munmap(m, HA_SPAN_COLD_MAX / bytes * sizeof(uintptr_t));
 	}
 	ha_lock(&rec_lock);
-	int room = pool[i].cold && cold_bytes + bytes <= SPAN_COLD_BYTES;
+	int room = pool[i].cold && cold_bytes + bytes <= HA_SPAN_COLD_MAX;
 	if (room) {
 		pool[i].cold[pool[i].ncold++] = base;
 		cold_bytes += bytes;
@@ -203,12 +191,12 @@ static void cold_put(int i, ha_span *s)
 }
 
 /* Hot spans go cold, oldest first: while more than cap bytes are hot, and
- * while more than the idle floor are, those idle SPAN_DECAY_MS (looked for
- * at most every SPAN_DECAY_MS / 8); cap 0: all.  A few at a time under
+ * while more than the idle floor are, those idle HA_DECAY_MS (looked for
+ * at most every HA_DECAY_MS / 8); cap 0: all.  A few at a time under
  * the lock, madvise'd outside it. */
 static void pool_decay(uint32_t now, size_t cap)
 {
-	int idle = (uint32_t)(now - __atomic_load_n(&decay_checked, __ATOMIC_RELAXED)) >= SPAN_DECAY_MS / 8;
+	int idle = (uint32_t)(now - __atomic_load_n(&decay_checked, __ATOMIC_RELAXED)) >= HA_DECAY_MS / 8;
 	if (!idle && __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= cap)
 		return;
 	if (idle)
@@ -231,7 +219,7 @@ static void pool_decay(uint32_t now, size_t cap)
 			if (hot_bytes > cap)
 				forced = 1;
 			else if (!(idle && hot_bytes > floor &&
-				   (uint32_t)(now - s->idle_since) >= SPAN_DECAY_MS))
+				   (uint32_t)(now - s->idle_since) >= HA_DECAY_MS))
 				break;
 			hot_unlink(o, s);
 			slot[n] = o;
@@ -253,7 +241,7 @@ static void pool_decay(uint32_t now, size_t cap)
  * cache's: free and resident too). */
 static size_t pool_cap(void)
 {
-	return ha_keep_cap(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED), SPAN_HOT_MAX);
+	return ha_keep_cap(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED), HA_SPAN_HOT_MAX);
 }
 
 /* Put an empty span (pagemap cleared) in the pool: hot while the cap
@@ -262,7 +250,7 @@ static size_t pool_cap(void)
 static int pool_put(ha_span *s, uint32_t bytes, int idle)
 {
 	int hot = 0, i;
-	uint32_t now = ha_now_ms(), since = idle ? now - SPAN_DECAY_MS : now;
+	uint32_t now = ha_now_ms(), since = idle ? now - HA_DECAY_MS : now;
 	size_t cap = pool_cap();
 	if (!idle)
 		__atomic_store_n(&pool_used_at, now, __ATOMIC_RELAXED);
@@ -311,7 +299,7 @@ int ha_central_release_idle(uint32_t now)
 	 * mimalloc: their address space held mimalloc's segments, and with
 	 * them each segment's header (40 KiB a 32 MiB segment) */
 	if (!__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED) ||
-	    (int32_t)(now - __atomic_load_n(&pool_used_at, __ATOMIC_RELAXED)) < SPAN_DECAY_MS)
+	    (int32_t)(now - __atomic_load_n(&pool_used_at, __ATOMIC_RELAXED)) < HA_DECAY_MS)
 		return 0;
 	pool_release_cold();
 	return 1;
@@ -559,7 +547,7 @@ static void to_span(central *c, void *o, ha_span **dead, int keep)
 			ha_pagemap_mark(s);
 		}
 		uint32_t bytes = ha_class_span_bytes[s->cls];
-		if (keep && (c->empty_bytes + bytes <= KEEP_EMPTY_BYTES || (c->partial == s && !s->next))) {
+		if (keep && (c->empty_bytes + bytes <= HA_CLASS_KEEP_EMPTY || (c->partial == s && !s->next))) {
 			c->empty_bytes += bytes;   /* keep it for the next refill */
 			s->kept_empty = 1;
 			return;
@@ -583,14 +571,14 @@ static void release_dead(ha_span *dead, int idle)
 }
 
 /* The class's transfer array, made on first use: a mapping of its own
- * (at most TRANSFER_MAX_OBJS pointers), so that an idle class can give its
+ * (at most HA_TRANSFER_MAX_OBJS pointers), so that an idle class can give its
  * pages back (drain_class).  Lock held; 0 if there is none. */
 static unsigned xa_cap(central *c, unsigned cls)
 {
 	if (HA_UNLIKELY(!c->xcap)) {
-		uint64_t k = TRANSFER_CLASS / ha_class_size[cls];
+		uint64_t k = HA_TRANSFER_CLASS / ha_class_size[cls];
 		uint64_t lo = 2 * HA_MOVE_BATCHES * (uint64_t)ha_class_batch[cls];
-		k = k < lo ? lo : k > TRANSFER_MAX_OBJS ? TRANSFER_MAX_OBJS : k;
+		k = k < lo ? lo : k > HA_TRANSFER_MAX_OBJS ? HA_TRANSFER_MAX_OBJS : k;
 		int e = errno;
 		void *a = ha_sys_mmap(NULL, k * sizeof(void *), PROT_READ | PROT_WRITE,
 				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -614,7 +602,7 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	 * the others they keep what ha_keep_cap allows, so a freed spike
 	 * comes back at its free */
 	uint64_t held = __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
-	uint64_t limit = to_spans ? 0 : ha_keep_cap(held, TRANSFER_BYTES);
+	uint64_t limit = to_spans ? 0 : ha_keep_cap(held, HA_TRANSFER_MAX);
 	ha_lock(&c->lock);
 	if (to_spans != HA_TO_SPANS_IDLE)   /* a scavenged cache's blocks are no use */
 		c->used_at = now;

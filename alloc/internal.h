@@ -21,7 +21,8 @@
  *   profiling   books.c          the books (allocated, in use) and the switch
  *               compat.c         compatibility mode's headers; sample headers
  *   process     init.c           first-call init, fork, thread exit
- *               purge.c          what cached memory stays; the opt-in purge thread
+ *               retain.c         what freed memory the caches keep (retain.h)
+ *               purge.c          the caches' clock; the opt-in purge thread
  *               log.c            stderr messages that never allocate
  *
  * Prototypes below are grouped under the file that defines them.
@@ -56,6 +57,7 @@
 #include "alloc/log.h"
 #include "alloc/sys.h"
 #include "alloc/hooks.h"   /* the profiler interface, both ways */
+#include "alloc/retain.h"  /* what freed memory is kept, how long, why */
 
 
 #define HA_PAGE_SHIFT 12
@@ -230,44 +232,7 @@ void ha_pagemap_init(void);
 void ha_pagemap_prefork(void);
 void ha_pagemap_postfork(int child);
 
-/* ---- purge.c: what cached memory stays, and for how long ---------------- *
- * Span pool, large cache and huge pages keep what was freed resident, up
- * to ha_keep_cap, and give back what has been idle HA_DECAY_MS: at the
- * program's own slow paths (ha_purge_tick), or on the opt-in purge thread
- * (HEAPALLOC_PURGE_THREAD=1), which lets them keep up to their maximum. */
-#define HA_DECAY_MS 1000
-/* What the caches (span pool, transfer arrays, large blocks, huge pages)
- * keep resident together once their bytes have been idle HA_DECAY_MS: a
- * program that sleeps after a burst keeps no more, and one that takes a
- * little again within the second finds it warm.  ha_idle_floor(own) is a
- * cache's part of it: what the others do not hold already. */
-#define HA_IDLE_KEEP ((size_t)1 << 20)
-size_t ha_idle_floor(uint64_t own);
-/* Without the thread the caches together keep HA_KEEP_FLOOR plus this
- * share of the bytes the program has in use (spans in classes, large and
- * huge blocks): what a program that goes quiet right after a free keeps
- * for good, so a freed spike comes back at its free, while a heap that
- * churns beside a live working set keeps room to do so in place. */
-#define HA_KEEP_FLOOR ((uint64_t)8 << 20)
-#define HA_KEEP_SHARE 8
-/* The hot bytes a cache holding `own` of them may hold now: hot_max while
- * the thread runs, else the shared bound above (plus what was learned,
- * below) less what the other caches hold, at most hot_max. */
-size_t ha_keep_cap(uint64_t own, size_t hot_max);
-/* Reuse learned: memory the bound gave back that the program wanted again
- * within HA_REFAULT_MS (a cache handed out memory that faults in, so soon
- * after a give-back the bound forced) raises the bound by those bytes, up
- * to HA_KEEP_LEARN_MAX: a working set freed and taken again every few ms
- * stops churning.  It halves at every slow-path tick once no give-back has
- * been forced for HA_DECAY_MS.  The price: a program that churned so and
- * then goes quiet right after a free keeps up to that much more. */
-#define HA_REFAULT_MS 50
-#define HA_KEEP_LEARN_MAX ((uint64_t)64 << 20)
-void ha_keep_forced(uint32_t now);   /* the bound made a cache give back */
-void ha_keep_refault(size_t bytes);  /* a cache handed out bytes that fault in */
-/* A fork's child starts with nothing learned: the parent's give-backs and
- * the child's first allocations are not one program's churn. */
-void ha_keep_forget(void);
+/* ---- purge.c: the caches' clock (the policy: alloc/retain.h) ------------ */
 /* A slow path's look at the clock: every HA_DECAY_MS / 8 at most, each
  * cache's decay step (the thread's steps too, when it runs).  No heapalloc
  * lock held from the span-record lock on. */
