@@ -33,6 +33,7 @@
  */
 #include "alloc/internal.h"
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -65,19 +66,24 @@ typedef struct central {
 
 static central centrals[HA_NCLASSES];
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
-/* the free-span pool, under rec_lock: per span size, a hot list (newest at
- * the head, oldest at the tail, linked both ways) and the cold spans'
- * addresses, a stack of ncold (a cold span keeps no record: 8 bytes of
- * address, not a 128-byte record resident for each), mapped on first use */
+/* the free-span pool, under rec_lock: per span size, a hot list (pool_hot,
+ * the decaying cache of alloc/retain.h) and the cold spans' addresses, a
+ * stack of ncold (a cold span keeps no record: 8 bytes of address, not a
+ * 128-byte record resident for each), mapped on first use */
 #define POOL_SIZES 32
 static struct {
 	uint32_t bytes;
 	uint32_t ncold;
-	ha_span *hot, *hot_tail;
 	uintptr_t *cold;
 } pool[POOL_SIZES];
-static size_t hot_bytes, cold_bytes;
-static uint32_t decay_checked;    /* ms clock of the last look for idle spans */
+static ha_hot_list pool_lists[POOL_SIZES];
+static size_t cold_bytes;
+static size_t pool_size(const ha_hot_cache *c, unsigned i, const ha_hot_entry *e);
+static void pool_cool(ha_hot_cache *c, unsigned i, ha_hot_entry *e);
+static ha_hot_cache pool_hot = {
+	.lock = &rec_lock, .lists = pool_lists, .nlists = POOL_SIZES, .size = pool_size, .cool = pool_cool,
+};
+#define hot_bytes (pool_hot.hot)
 static uint32_t pool_used_at;     /* ms clock of the last take or busy put */
 static uint64_t live_bytes;       /* bytes of spans held by size classes (atomic) */
 
@@ -129,31 +135,19 @@ static int pool_slot(uint32_t bytes)
 	return -1;
 }
 
+static ha_span *span_of(ha_hot_entry *e)
+{
+	return (ha_span *)((char *)e - offsetof(ha_span, hot));
+}
+
 static void hot_push(int i, ha_span *s, uint32_t now)
 {
-	s->idle_since = now;
-	s->prev = NULL;
-	s->next = pool[i].hot;
-	if (s->next)
-		s->next->prev = s;
-	else
-		pool[i].hot_tail = s;
-	pool[i].hot = s;
-	hot_bytes += pool[i].bytes;
+	ha_hot_push(&pool_hot, (unsigned)i, &s->hot, pool[i].bytes, now);
 }
 
 static void hot_unlink(int i, ha_span *s)
 {
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		pool[i].hot = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		pool[i].hot_tail = s->prev;
-	s->next = s->prev = NULL;
-	hot_bytes -= pool[i].bytes;
+	ha_hot_unlink(&pool_hot, (unsigned)i, &s->hot, pool[i].bytes);
 }
 
 /* A span whose pages are gone (madvise'd) joins the cold stack, its record
@@ -190,51 +184,25 @@ static void cold_put(int i, ha_span *s)
 		ha_arena_span_free((void *)base);
 }
 
-/* Hot spans go cold, oldest first: while more than cap bytes are hot, and
- * while more than the idle floor are, those idle HA_DECAY_MS (looked for
- * at most every HA_DECAY_MS / 8); cap 0: all.  A few at a time under
- * the lock, madvise'd outside it. */
+static size_t pool_size(const ha_hot_cache *c, unsigned i, const ha_hot_entry *e)
+{
+	(void)c;
+	(void)e;
+	return pool[i].bytes;
+}
+
+/* A span the decay made cold: its pages go, it joins the cold stack. */
+static void pool_cool(ha_hot_cache *c, unsigned i, ha_hot_entry *e)
+{
+	(void)c;
+	ha_span *s = span_of(e);
+	ha_sys_discard((void *)s->base, pool[i].bytes);
+	cold_put((int)i, s);
+}
+
 static void pool_decay(uint32_t now, size_t cap)
 {
-	int idle = (uint32_t)(now - __atomic_load_n(&decay_checked, __ATOMIC_RELAXED)) >= HA_DECAY_MS / 8;
-	if (!idle && __atomic_load_n(&hot_bytes, __ATOMIC_RELAXED) <= cap)
-		return;
-	if (idle)
-		__atomic_store_n(&decay_checked, now, __ATOMIC_RELAXED);
-	int forced = 0;
-	size_t floor = idle ? ha_idle_floor(__atomic_load_n(&hot_bytes, __ATOMIC_RELAXED)) : 0;
-	for (;;) {
-		ha_span *got[8];
-		int slot[8], n = 0;
-		ha_lock(&rec_lock);
-		while (n < 8) {
-			int o = -1;   /* the slot whose oldest span is the oldest */
-			for (int i = 0; i < POOL_SIZES && pool[i].bytes; i++)
-				if (pool[i].hot_tail && (o < 0 || (uint32_t)(now - pool[i].hot_tail->idle_since) >
-							 (uint32_t)(now - pool[o].hot_tail->idle_since)))
-					o = i;
-			if (o < 0)
-				break;
-			ha_span *s = pool[o].hot_tail;
-			if (hot_bytes > cap)
-				forced = 1;
-			else if (!(idle && hot_bytes > floor &&
-				   (uint32_t)(now - s->idle_since) >= HA_DECAY_MS))
-				break;
-			hot_unlink(o, s);
-			slot[n] = o;
-			got[n++] = s;
-		}
-		ha_unlock(&rec_lock);
-		for (int k = 0; k < n; k++) {
-			ha_sys_discard((void *)got[k]->base, pool[slot[k]].bytes);
-			cold_put(slot[k], got[k]);
-		}
-		if (forced && cap)
-			ha_keep_forced(now);
-		if (n < 8)
-			return;
-	}
+	ha_hot_decay(&pool_hot, now, cap);
 }
 
 /* What the pool may keep hot (the transfer arrays count as another
@@ -326,7 +294,8 @@ static ha_span *pool_take(uint32_t bytes, int *cold)
 	ha_lock(&rec_lock);
 	for (int i = 0; i < POOL_SIZES && pool[i].bytes; i++)
 		if (pool[i].bytes == bytes) {
-			if ((s = pool[i].hot) != NULL) {
+			if (pool_lists[i].head) {
+				s = span_of(pool_lists[i].head);
 				hot_unlink(i, s);
 			} else if (pool[i].ncold) {
 				base = pool[i].cold[--pool[i].ncold];

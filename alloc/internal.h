@@ -122,10 +122,15 @@ typedef struct ha_span {
 	uint32_t nfree;          /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
-	struct ha_span *next, *prev;  /* central partial/empty list */
+	union {
+		struct {
+			/* its class's partial list, or a dead list */
+			struct ha_span *next, *prev;
+		};
+		ha_hot_entry hot;   /* in the free pool: its hot list */
+	};
 	uint16_t on_list;
 	uint16_t kept_empty;     /* counted in its class's kept empty bytes */
-	uint32_t idle_since;     /* ms clock when it entered the free pool */
 } ha_span;
 
 

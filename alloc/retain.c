@@ -1,6 +1,7 @@
 /* alloc/retain.c — the retention policy's rules (alloc/retain.h says what
  * they are and why): the shared bound, the idle floor, huge pages' budget,
- * and the reuse learned.  The *_of forms are the rules on given figures
+ * the reuse learned, and the decaying cache both the span pool and the
+ * large cache are.  The *_of forms are the rules on given figures
  * (tests/unit/alloc_units checks them); the others read the caches now.
  */
 #include "alloc/internal.h"
@@ -81,4 +82,73 @@ void ha_keep_fade(uint32_t now)
 	uint64_t l = __atomic_load_n(&learned, __ATOMIC_RELAXED);
 	if (l && (uint32_t)(now - __atomic_load_n(&forced_at, __ATOMIC_RELAXED)) > HA_DECAY_MS)
 		__atomic_store_n(&learned, l / 2, __ATOMIC_RELAXED);
+}
+
+void ha_hot_push(ha_hot_cache *c, unsigned list, ha_hot_entry *e, size_t bytes, uint32_t since)
+{
+	ha_hot_list *l = &c->lists[list];
+	e->since = since;
+	e->prev = NULL;
+	e->next = l->head;
+	if (e->next)
+		e->next->prev = e;
+	else
+		l->tail = e;
+	l->head = e;
+	__atomic_store_n(&c->hot, c->hot + bytes, __ATOMIC_RELAXED);
+}
+
+void ha_hot_unlink(ha_hot_cache *c, unsigned list, ha_hot_entry *e, size_t bytes)
+{
+	ha_hot_list *l = &c->lists[list];
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		l->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		l->tail = e->prev;
+	e->next = e->prev = NULL;
+	__atomic_store_n(&c->hot, c->hot - bytes, __ATOMIC_RELAXED);
+}
+
+void ha_hot_decay(ha_hot_cache *c, uint32_t now, size_t cap)
+{
+	int idle = (uint32_t)(now - __atomic_load_n(&c->checked, __ATOMIC_RELAXED)) >= HA_DECAY_MS / 8;
+	if (!idle && ha_hot_bytes(c) <= cap)
+		return;
+	if (idle)
+		__atomic_store_n(&c->checked, now, __ATOMIC_RELAXED);
+	int forced = 0;
+	size_t floor = idle ? ha_idle_floor(ha_hot_bytes(c)) : 0;
+	for (;;) {
+		ha_hot_entry *got[8];
+		unsigned at[8], n = 0;
+		ha_lock(c->lock);
+		while (n < 8) {
+			unsigned o = c->nlists;   /* the list whose oldest is the oldest */
+			for (unsigned i = 0; i < c->nlists; i++)
+				if (c->lists[i].tail && (o == c->nlists || (uint32_t)(now - c->lists[i].tail->since) >
+							 (uint32_t)(now - c->lists[o].tail->since)))
+					o = i;
+			if (o == c->nlists)
+				break;
+			ha_hot_entry *e = c->lists[o].tail;
+			if (c->hot > cap)
+				forced = 1;
+			else if (!(idle && c->hot > floor && (uint32_t)(now - e->since) >= HA_DECAY_MS))
+				break;
+			ha_hot_unlink(c, o, e, c->size(c, o, e));
+			at[n] = o;
+			got[n++] = e;
+		}
+		ha_unlock(c->lock);
+		for (unsigned k = 0; k < n; k++)
+			c->cool(c, at[k], got[k]);
+		if (forced && cap)
+			ha_keep_forced(now);
+		if (n < 8)
+			return;
+	}
 }

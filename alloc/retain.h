@@ -36,6 +36,7 @@
 #ifndef HA_ALLOC_RETAIN_H
 #define HA_ALLOC_RETAIN_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,5 +113,41 @@ void ha_keep_forget(void);
 /* Every tick: what was learned halves once nothing was forced for a
  * decay period. */
 void ha_keep_fade(uint32_t now);
+
+
+/* ---- the decaying cache (retain.c): the span pool's and the large cache's
+ * hot part, one implementation.  Entries sit on one of nlists lists (a
+ * span size, a size bin), newest at the head; each has its bytes (size)
+ * and the ms it went idle (since).  ha_hot_decay makes entries cold, the
+ * oldest of all lists first: while more than cap bytes are hot (a forced
+ * give-back, which ha_keep_forced learns from), and, looked for at most
+ * every HA_DECAY_MS / 8, while more than the idle floor are, those idle
+ * HA_DECAY_MS; cap 0: all.  A few at a time under the lock; cool, outside
+ * it, gives an entry's pages back and keeps it cold (the owner's). */
+typedef struct ha_hot_entry {
+	struct ha_hot_entry *next, *prev;
+	uint32_t since;
+} ha_hot_entry;
+typedef struct ha_hot_list {
+	ha_hot_entry *head, *tail;
+} ha_hot_list;
+typedef struct ha_hot_cache {
+	pthread_mutex_t *lock;
+	ha_hot_list *lists;
+	unsigned nlists;
+	size_t hot;            /* bytes hot: under the lock; racy reads */
+	uint32_t checked;      /* ms clock of the last look for idle entries */
+	size_t (*size)(const struct ha_hot_cache *c, unsigned list, const ha_hot_entry *e);
+	void (*cool)(struct ha_hot_cache *c, unsigned list, ha_hot_entry *e);
+} ha_hot_cache;
+/* Lock held: e (of bytes) goes hot at the head of list, idle since then;
+ * or leaves its list. */
+void ha_hot_push(ha_hot_cache *c, unsigned list, ha_hot_entry *e, size_t bytes, uint32_t since);
+void ha_hot_unlink(ha_hot_cache *c, unsigned list, ha_hot_entry *e, size_t bytes);
+void ha_hot_decay(ha_hot_cache *c, uint32_t now, size_t cap);
+static inline size_t ha_hot_bytes(const ha_hot_cache *c)
+{
+	return __atomic_load_n(&c->hot, __ATOMIC_RELAXED);
+}
 
 #endif
