@@ -323,16 +323,31 @@ void ha_arena_init(void)
 	/* mimalloc must never print into the profiled program's stderr. */
 	mi_option_disable(mi_option_show_errors);
 	mi_option_disable(mi_option_verbose);
-	/* A page mimalloc frees goes back to the kernel at once, not 25 ms
-	 * later at the owning thread's next call (which an exited thread
-	 * never makes): what reaches mimalloc is spans and blocks our caches
-	 * let go (past their bounds, or idle), which nobody wants resident. */
-	mi_option_set(mi_option_decommit_delay, 0);
+}
+
+/* While on, a page mimalloc frees goes back to the kernel at once, not
+ * 25 ms later at the owning thread's next call (which an exited thread
+ * never makes).  Not always: aligned large blocks go to mimalloc at every
+ * free.  The decay steps turn it on and off, nested (a program's tick and
+ * the purge thread may overlap). */
+void ha_arena_decommit_now(int on)
+{
+	static int users;
+	static long delay = -1;
+	if (on) {
+		if (__atomic_fetch_add(&users, 1, __ATOMIC_ACQ_REL) == 0) {
+			if (__atomic_load_n(&delay, __ATOMIC_RELAXED) < 0)
+				__atomic_store_n(&delay, mi_option_get(mi_option_decommit_delay), __ATOMIC_RELAXED);
+			mi_option_set(mi_option_decommit_delay, 0);
+		}
+	} else if (__atomic_sub_fetch(&users, 1, __ATOMIC_ACQ_REL) == 0) {
+		mi_option_set(mi_option_decommit_delay, __atomic_load_n(&delay, __ATOMIC_RELAXED));
+	}
 }
 
 /* A decay step found the caches idle and gave memory back to mimalloc:
- * mimalloc frees the segments left empty (abandoned ones of exited threads
- * included) and decommits their pages now.  Cold large blocks go first. */
+ * the cold large blocks go too, and mimalloc frees the segments left empty
+ * (abandoned ones of exited threads included) and decommits their pages. */
 void ha_arena_collect(void)
 {
 	for (;;) {

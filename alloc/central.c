@@ -26,7 +26,7 @@
  * malloc_trim() turns the hot part cold.
  *
  * After a decay period with the pool unused, its cold spans go back to
- * mimalloc (ha_central_release_idle), which frees the segments they held.
+ * mimalloc (ha_central_release_cold), which frees the segments they held.
  *
  * Never calls malloc.  Drops its lock while getting a new span from the
  * back-end.  Span records come from spanrec.c.
@@ -261,13 +261,14 @@ int ha_central_decay(uint32_t now)
 	return more || h > ha_idle_floor(h);
 }
 
-int ha_central_release_idle(uint32_t now)
+int ha_central_pool_idle(uint32_t now)
 {
-	/* a pool unused for a decay period gives its cold spans back to
-	 * mimalloc: their address space held mimalloc's segments, and with
-	 * them each segment's header (40 KiB a 32 MiB segment) */
-	if (!__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED) ||
-	    (int32_t)(now - __atomic_load_n(&pool_used_at, __ATOMIC_RELAXED)) < HA_DECAY_MS)
+	return (int32_t)(now - __atomic_load_n(&pool_used_at, __ATOMIC_RELAXED)) >= HA_DECAY_MS;
+}
+
+int ha_central_release_cold(void)
+{
+	if (!__atomic_load_n(&cold_bytes, __ATOMIC_RELAXED))
 		return 0;
 	pool_release_cold();
 	return 1;

@@ -252,9 +252,13 @@ int ha_central_decay(uint32_t now);
 int ha_arena_decay(uint32_t now);
 int ha_huge_decay(uint32_t now);
 int ha_tcache_decay(uint32_t now);   /* exited threads' slabs */
-/* The span pool unused for HA_DECAY_MS: its cold spans go back to mimalloc
- * (then ha_arena_collect); nonzero when some did. */
-int ha_central_release_idle(uint32_t now);
+/* The span pool has gone unused (no span taken or put by a busy program)
+ * for HA_DECAY_MS: the quiet that alloc/retain.h gives the address space,
+ * the page map and the span records back in. */
+int ha_central_pool_idle(uint32_t now);
+/* The pool's cold spans back to mimalloc (then ha_arena_collect); nonzero
+ * when there were some. */
+int ha_central_release_cold(void);
 /* Bytes in use by each tier, racy: spans held by size classes, large
  * blocks, huge blocks. */
 uint64_t ha_central_live_bytes(void);
@@ -284,6 +288,7 @@ uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
 int ha_arena_is_large(const void *p);         /* header magic intact */
 void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_collect(void);                  /* ... and cold large blocks go back */
+void ha_arena_decommit_now(int on);           /* mimalloc decommits freed pages at once */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 uint64_t ha_arena_committed(void);
 /* The large cache's bytes, as ha_central_pool_bytes. */

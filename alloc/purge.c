@@ -56,12 +56,25 @@ static int decay_all(uint32_t now)
 	more |= ha_arena_decay(now);
 	more |= ha_huge_decay(now);
 	more |= ha_tcache_decay(now);
-	/* idle cold spans back to mimalloc, and mimalloc's empty segments
-	 * back to the kernel, after every cache has decayed */
-	if (ha_central_release_idle(now))
-		ha_arena_collect();
-	more |= ha_pagemap_decay(now);
-	ha_spanrec_decay();
+	/* The quiet: no span used for a decay period.  Then, after every
+	 * cache has decayed, cold spans go back to mimalloc and its empty
+	 * segments to the kernel, and so do the page map's and the span
+	 * records' unused pages.  Not before: in a busy program they would
+	 * be given back and faulted in again tick after tick, each give-back
+	 * a TLB shootdown on every core the program runs on. */
+	if (ha_central_pool_idle(now)) {
+		uint64_t lhot, lcold, phot, pcold;
+		ha_arena_cache_bytes(&lhot, &lcold);
+		ha_central_pool_bytes(&phot, &pcold);
+		if (lcold | pcold) {
+			ha_arena_decommit_now(1);
+			ha_central_release_cold();
+			ha_arena_collect();
+			ha_arena_decommit_now(0);
+		}
+		ha_pagemap_decay(now);
+		ha_spanrec_decay();
+	}
 	return more;
 }
 
