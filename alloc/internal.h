@@ -221,8 +221,9 @@ static inline ha_span *ha_pagemap_get(const void *p)
 	ha_span *s = ha_pagemap_at(pg);
 	return s != &ha_pm.nospan ? s : NULL;
 }
-/* Span s's pages [start, start + bytes) name s (s NULL: nothing), their
- * entries its class while it is unmarked. */
+/* Span s's pages [start, start + bytes) name s, their entries its class
+ * while it is unmarked; s NULL clears exactly the pages one span was set
+ * on (the span leaves the count of users each part of the map keeps). */
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 /* The entries of span s's pages: its class while plain_max says it is
  * unmarked, else 0 (ha_span_mark_recorded and its undoing). */

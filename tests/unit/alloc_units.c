@@ -80,7 +80,8 @@ static void page_map(void)
 	CHECK(ha_pagemap_get((void *)(base + 11 * HA_PAGE_SIZE)) == NULL);
 	CHECK(ha_pagemap_get((void *)(base - 1)) == NULL);
 	CHECK(ha_pagemap_get((void *)((uintptr_t)1 << 60)) == NULL);   /* beyond 48 bits */
-	CHECK_EQ(ha_pagemap_set(base, 11 * HA_PAGE_SIZE, NULL), 0);
+	CHECK_EQ(ha_pagemap_set(base, 8 * HA_PAGE_SIZE, NULL), 0);     /* each span's own */
+	CHECK_EQ(ha_pagemap_set(base + 8 * HA_PAGE_SIZE, 3 * HA_PAGE_SIZE, NULL), 0);
 	CHECK(ha_pagemap_get((void *)(base + 9 * HA_PAGE_SIZE)) == NULL);
 }
 
