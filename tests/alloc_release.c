@@ -71,8 +71,14 @@ static int run_off(char **argv)
 	if (pid < 0)
 		HARD_ERROR("fork");
 	if (pid == 0) {
+		/* this program's file (qemu-user answers for the guest's) */
+		char self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n <= 0)
+			_exit(EXIT_HARD);
+		self[n] = 0;
 		setenv("HEAP_PROFILE_SAMPLE_INTERVAL", "0", 1);
-		execv("/proc/self/exe", argv);
+		execv(self, argv);
 		_exit(EXIT_HARD);
 	}
 	int st;
