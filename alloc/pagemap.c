@@ -99,7 +99,9 @@ static void part_enter(ha_pmleaf *l, unsigned k)
 
 static void part_leave(ha_pmleaf *l, unsigned k)
 {
-	if (__atomic_sub_fetch(&l->users[k], 1, __ATOMIC_RELEASE) == 0)
+	/* the flag's line is every thread's: written only when it changes */
+	if (__atomic_sub_fetch(&l->users[k], 1, __ATOMIC_RELEASE) == 0 &&
+	    !__atomic_load_n(&leaves_idle, __ATOMIC_RELAXED))
 		__atomic_store_n(&leaves_idle, 1, __ATOMIC_RELEASE);
 }
 
