@@ -131,6 +131,7 @@ typedef struct ha_span {
 	};
 	uint16_t on_list;
 	uint16_t kept_empty;     /* counted in its class's kept empty bytes */
+	uint32_t color;          /* the first object carved (central.c) */
 } ha_span;
 
 
