@@ -238,7 +238,10 @@ static void page_map_give_back(void)
 	CHECK_EQ(ha_pagemap_set(base, 4 * HA_PAGE_SIZE, &a), 0);
 	CHECK_EQ(ha_pagemap_set(base + part, 4 * HA_PAGE_SIZE, &b), 0);
 	CHECK_EQ(ha_pagemap_set(base + part, 4 * HA_PAGE_SIZE, NULL), 0);
-	uintptr_t leaf = (uintptr_t)&ha_pm.none.span[ha_pagemap_index((base + part) >> HA_PAGE_SHIFT)];
+	/* the part's span entries, found as free finds them (an index past
+	 * ha_pm.none: integer arithmetic, not an array subscript) */
+	uintptr_t leaf = (uintptr_t)ha_pm.none.span +
+			 (uintptr_t)ha_pagemap_index((base + part) >> HA_PAGE_SHIFT) * sizeof(uintptr_t);
 	CHECK_GE(ha_resident(leaf, leaf + 1), 1);              /* written: resident */
 	ha_pagemap_decay(ha_now_ms());
 	CHECK_EQ(ha_resident(leaf, leaf + 1), 0);              /* given back */
