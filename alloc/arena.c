@@ -22,9 +22,9 @@
  * (a program that cycles its blocks would fault every page back in) and
  * still leaves the pages of blocks freed by another thread to the owner.
  * Blocks kept here are ours, so they age out whichever thread freed them.
- * Bounds: ha_keep_cap's resident (purge.c; LARGE_HOT_MAX with the opt-in
+ * Bounds: ha_keep_cap's resident (purge.c; HA_LARGE_HOT_MAX with the opt-in
  * purge thread), the oldest going cold past it at the free that passed
- * it; LARGE_HOT_BYTES always stay; LARGE_COLD_MAX of address space (past
+ * it; the idle floor (ha_idle_floor) always stays; HA_LARGE_COLD_MAX of address space (past
  * it blocks go back to mimalloc).
  * A cold block serves a request as a fresh one would: its pages fault in.
  * Records live in meta memory, not in the blocks, so a cold block has no
@@ -38,13 +38,11 @@
 #include "alloc/internal.h"
 #include <mimalloc.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #define LARGE_MAGIC 0x48416c67u      /* "HAlg" */
 #define HA_ARENA_RESERVE ((size_t)8 << 30)
-#define LARGE_HOT_BYTES HA_IDLE_KEEP
-#define LARGE_HOT_MAX ((size_t)64 << 20)
-#define LARGE_COLD_MAX ((size_t)1 << 30)
 
 typedef struct lhdr {
 	uint64_t req;        /* requested size | HA_LARGE_SAMPLED | tracked bit */
@@ -82,15 +80,24 @@ static inline lhdr *hdr_of(const void *p)
 typedef struct lrec {
 	uintptr_t base;          /* the mimalloc block (its header at base) */
 	size_t bytes;            /* mi_usable_size(base) */
-	uint32_t idle_since;     /* ms clock when it was freed */
-	struct lrec *next, *prev;
+	union {
+		struct lrec *next;   /* a cold list, or the free records */
+		ha_hot_entry hot;    /* a hot list (lhot) */
+	};
 } lrec;
 
 static pthread_mutex_t large_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { lrec *hot, *hot_tail, *cold; } lbin[LBINS];
-static size_t lhot_bytes, lcold_bytes;   /* under large_lock; racy reads */
+static ha_hot_list lhot_lists[LBINS];
+static struct { lrec *cold; } lbin[LBINS];
+static size_t lcold_bytes;               /* under large_lock; racy reads */
 static lrec *lrec_free;
-static uint32_t ldecay_checked;
+static size_t lhot_size(const ha_hot_cache *c, unsigned i, const ha_hot_entry *e);
+static void lhot_cool(ha_hot_cache *c, unsigned i, ha_hot_entry *e);
+/* the hot lists: the decaying cache of alloc/retain.h */
+static ha_hot_cache lhot = {
+	.lock = &large_lock, .lists = lhot_lists, .nlists = LBINS, .size = lhot_size, .cool = lhot_cool,
+};
+#define lhot_bytes (lhot.hot)
 
 /* The bin holding blocks of usable size b (>= 32 KiB); LBINS if too big. */
 static unsigned bin_of(size_t b)
@@ -102,18 +109,14 @@ static unsigned bin_of(size_t b)
 	return i < LBINS ? i : LBINS;
 }
 
+static lrec *rec_of(ha_hot_entry *e)
+{
+	return (lrec *)((char *)e - offsetof(lrec, hot));
+}
+
 static void hot_unlink(unsigned i, lrec *r)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		lbin[i].hot = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		lbin[i].hot_tail = r->prev;
-	r->next = r->prev = NULL;
-	lhot_bytes -= r->bytes;
+	ha_hot_unlink(&lhot, i, &r->hot, r->bytes);
 }
 
 /* The whole pages inside a block: what going cold gives back. */
@@ -155,7 +158,7 @@ static int cache_put(uintptr_t base, size_t bytes)
 	if (i >= LBINS)
 		return 0;
 	uint32_t now = ha_now_ms();
-	size_t cap = ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX);
+	size_t cap = ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), HA_LARGE_HOT_MAX);
 	lrec *r = NULL;
 	int hot = 0, cold = 0;
 	ha_lock(&large_lock);
@@ -173,25 +176,17 @@ static int cache_put(uintptr_t base, size_t bytes)
 	}
 	r->base = base;
 	r->bytes = bytes;
-	r->prev = NULL;
-	r->idle_since = now;
 	if (bytes <= cap) {
-		r->next = lbin[i].hot;
-		if (r->next)
-			r->next->prev = r;
-		else
-			lbin[i].hot_tail = r;
-		lbin[i].hot = r;
-		lhot_bytes += bytes;
+		ha_hot_push(&lhot, i, &r->hot, bytes, now);
 		hot = 1;
-	} else if (lcold_bytes + bytes <= LARGE_COLD_MAX) {
+	} else if (lcold_bytes + bytes <= HA_LARGE_COLD_MAX) {
 		lcold_bytes += bytes;     /* counted now: the room is ours */
 		cold = 1;
 	}
 	ha_unlock(&large_lock);
 	if (hot) {
 		cache_decay(now, cap);
-		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES)
+		if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > HA_IDLE_KEEP)
 			ha_purge_kick();
 		ha_purge_tick(now);
 		return 1;
@@ -226,8 +221,8 @@ static int cache_take(size_t need, lrec *out, int *cold)
 	lrec *r = NULL;
 	ha_lock(&large_lock);
 	for (unsigned i = lo; i <= hi && !r; i++)
-		if (lbin[i].hot && lbin[i].hot->bytes >= need) {
-			r = lbin[i].hot;
+		if (lhot_lists[i].head && rec_of(lhot_lists[i].head)->bytes >= need) {
+			r = rec_of(lhot_lists[i].head);
 			hot_unlink(i, r);
 			*cold = 0;
 		}
@@ -247,63 +242,38 @@ static int cache_take(size_t need, lrec *out, int *cold)
 	return r != NULL;
 }
 
-/* Hot blocks go cold, oldest first: while more than cap bytes are hot,
- * and while more than LARGE_HOT_BYTES are, those idle HA_DECAY_MS (looked
- * for at most every HA_DECAY_MS / 8); cap 0: all.  A few at a time under
- * the lock. */
+static size_t lhot_size(const ha_hot_cache *c, unsigned i, const ha_hot_entry *e)
+{
+	(void)c;
+	(void)i;
+	return rec_of((ha_hot_entry *)e)->bytes;
+}
+
+/* A block the decay made cold: its pages go, it joins its bin's cold list. */
+static void lhot_cool(ha_hot_cache *c, unsigned i, ha_hot_entry *e)
+{
+	(void)c;
+	lrec *r = rec_of(e);
+	block_cool(r);
+	ha_lock(&large_lock);
+	lcold_bytes += r->bytes;
+	r->next = lbin[i].cold;
+	lbin[i].cold = r;
+	ha_unlock(&large_lock);
+}
+
 static void cache_decay(uint32_t now, size_t cap)
 {
-	int idle = (uint32_t)(now - __atomic_load_n(&ldecay_checked, __ATOMIC_RELAXED)) >= HA_DECAY_MS / 8;
-	if (!idle && __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) <= cap)
-		return;
-	if (idle)
-		__atomic_store_n(&ldecay_checked, now, __ATOMIC_RELAXED);
-	int forced = 0;
-	for (;;) {
-		lrec *got[8];
-		unsigned bin[8], n = 0;
-		ha_lock(&large_lock);
-		while (n < 8) {
-			unsigned o = LBINS;   /* the bin whose oldest block is the oldest */
-			for (unsigned i = 0; i < LBINS; i++)
-				if (lbin[i].hot_tail && (o == LBINS || (uint32_t)(now - lbin[i].hot_tail->idle_since) >
-							 (uint32_t)(now - lbin[o].hot_tail->idle_since)))
-					o = i;
-			if (o == LBINS)
-				break;
-			lrec *r = lbin[o].hot_tail;
-			if (lhot_bytes > cap)
-				forced = 1;
-			else if (!(idle && lhot_bytes > LARGE_HOT_BYTES &&
-				   (uint32_t)(now - r->idle_since) >= HA_DECAY_MS))
-				break;
-			hot_unlink(o, r);
-			lcold_bytes += r->bytes;
-			bin[n] = o;
-			got[n++] = r;
-		}
-		ha_unlock(&large_lock);
-		for (unsigned k = 0; k < n; k++)
-			block_cool(got[k]);
-		ha_lock(&large_lock);
-		for (unsigned k = 0; k < n; k++) {
-			got[k]->next = lbin[bin[k]].cold;
-			lbin[bin[k]].cold = got[k];
-		}
-		ha_unlock(&large_lock);
-		if (forced && cap)
-			ha_keep_forced(now);
-		if (n < 8)
-			return;
-	}
+	ha_hot_decay(&lhot, now, cap);
 }
 
 int ha_arena_decay(uint32_t now)
 {
-	if (__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) <= LARGE_HOT_BYTES)
+	if (!__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED))
 		return 0;
-	cache_decay(now, ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), LARGE_HOT_MAX));
-	return __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED) > LARGE_HOT_BYTES;
+	cache_decay(now, ha_keep_cap(__atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED), HA_LARGE_HOT_MAX));
+	uint64_t h = __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);
+	return h > ha_idle_floor(h);
 }
 
 uint64_t ha_arena_held_bytes(void)
@@ -353,6 +323,49 @@ void ha_arena_init(void)
 	/* mimalloc must never print into the profiled program's stderr. */
 	mi_option_disable(mi_option_show_errors);
 	mi_option_disable(mi_option_verbose);
+}
+
+/* While on, a page mimalloc frees goes back to the kernel at once, not
+ * 25 ms later at the owning thread's next call (which an exited thread
+ * never makes).  Not always: aligned large blocks go to mimalloc at every
+ * free.  The decay steps turn it on and off, nested (a program's tick and
+ * the purge thread may overlap). */
+void ha_arena_decommit_now(int on)
+{
+	static int users;
+	static long delay = -1;
+	if (on) {
+		if (__atomic_fetch_add(&users, 1, __ATOMIC_ACQ_REL) == 0) {
+			if (__atomic_load_n(&delay, __ATOMIC_RELAXED) < 0)
+				__atomic_store_n(&delay, mi_option_get(mi_option_decommit_delay), __ATOMIC_RELAXED);
+			mi_option_set(mi_option_decommit_delay, 0);
+		}
+	} else if (__atomic_sub_fetch(&users, 1, __ATOMIC_ACQ_REL) == 0) {
+		mi_option_set(mi_option_decommit_delay, __atomic_load_n(&delay, __ATOMIC_RELAXED));
+	}
+}
+
+/* A decay step found the caches idle and gave memory back to mimalloc:
+ * the cold large blocks go too, and mimalloc frees the segments left empty
+ * (abandoned ones of exited threads included) and decommits their pages. */
+void ha_arena_collect(void)
+{
+	for (;;) {
+		lrec *r = NULL;
+		ha_lock(&large_lock);
+		for (unsigned i = 0; i < LBINS && !r; i++)
+			if ((r = lbin[i].cold) != NULL) {
+				lbin[i].cold = r->next;
+				lcold_bytes -= r->bytes;
+			}
+		ha_unlock(&large_lock);
+		if (!r)
+			break;
+		block_release(r);
+	}
+	own();
+	mi_collect(true);
+	unown();
 }
 
 /* Reserve (not commit) address space as a mimalloc arena, so spans and
@@ -536,14 +549,14 @@ uint64_t ha_arena_committed(void)
 
 /* Resident bytes of the hot cached blocks (a block's untouched tail is not:
  * mimalloc's usable size is past the request).  mincore under the lock:
- * for the stats, a few hundred blocks at most (LARGE_HOT_MAX). */
+ * for the stats, a few hundred blocks at most (HA_LARGE_HOT_MAX). */
 uint64_t ha_arena_cache_resident(void)
 {
 	uint64_t b = 0;
 	ha_lock(&large_lock);
 	for (unsigned i = 0; i < LBINS; i++)
-		for (lrec *r = lbin[i].hot; r; r = r->next)
-			b += ha_resident(r->base, r->base + r->bytes);
+		for (ha_hot_entry *e = lhot_lists[i].head; e; e = e->next)
+			b += ha_resident(rec_of(e)->base, rec_of(e)->base + rec_of(e)->bytes);
 	ha_unlock(&large_lock);
 	return b;
 }

@@ -21,16 +21,15 @@
  *     run's start or end) with the fewest clean pages — the pages that
  *     would fault — and among equals the tightest run.  calloc zeroes only
  *     the window's dirty pages: clean ones come zeroed from the kernel.
- *   - freed pages stay resident (dirty) for reuse, within a budget: huge
- *     bytes in use plus free dirty bytes may reach 2x the recent peak of
- *     huge bytes in use; the free dirty bytes alone may always reach 64 MiB
- *     and never pass 256 MiB.  The peak decays by 1/128 at every huge free,
- *     so a program that shrinks sees its budget follow it down.  Past the
+ *   - freed pages stay resident (dirty) for reuse, within a budget
+ *     (cache_budget: the rule and its reasons are alloc/retain.h's, from
+ *     the recent peak of huge bytes in use, which decays by 1/128 at every
+ *     huge free, so a program that shrinks sees its budget follow it down).  Past the
  *     budget the highest-addressed free dirty pages go back with
  *     MADV_DONTNEED, down to 7/8 of it (the address space stays, clean); a
  *     region with no block left is unmapped whole.  Once no huge block has
  *     been allocated or freed for HA_DECAY_MS, free dirty pages past
- *     HUGE_IDLE_KEEP go back too (the purge thread's step, purge.c), so a
+ *     the idle floor (ha_idle_floor) go back too (the decay step), so a
  *     program that is done with its big blocks does not keep up to 256 MiB
  *     of them for good.  malloc_trim() releases
  *     every free dirty page and unmaps every empty region; so does the
@@ -75,23 +74,6 @@
 #define SUM_WORDS (REGION_WORDS / 64)     /* a summary bit per bitmap word */
 #define REGION_BLOCK_MAX (REGION_MAX / 4)   /* bigger blocks: own mapping */
 #define NREGIONS 64
-#define CACHE_MIN ((size_t)64 << 20)
-#define CACHE_MAX ((size_t)256 << 20)
-#define HUGE_IDLE_KEEP HA_IDLE_KEEP       /* free dirty bytes kept once idle */
-/* Without the purge thread the budget is also ha_keep_cap's, plus room
- * for the block freed last, up to this: a
- * program that frees and allocates a block of a few MiB in a loop reuses
- * its pages in place, as glibc's dynamic mmap threshold lets it do. */
-#define HUGE_REUSE_MAX ((size_t)8 << 20)
-/* ...and room for this share of the huge bytes in use: a program that keeps
- * a working set of big blocks and replaces them one by one (mimalloc-bench's
- * malloc-large: 20 live of 5-25 MiB) reuses freed pages instead of faulting
- * each new block in: the freed holes are rarely the next block's size, so
- * it takes about as much free as in use (with the 2x peak above) to cut
- * its faults to 0.5 GB (1/2: 0.9 GB; tcmalloc 0.7 GB) at a peak RSS still
- * under glibc's.  It follows the live bytes down, so a freed spike still
- * goes back. */
-#define HUGE_LIVE_SHARE 1
 
 typedef struct hhdr {
 	uint64_t req;         /* requested size | flags (profiling) */
@@ -310,17 +292,13 @@ static int region_add(size_t n)
 	return 1;
 }
 
+/* The free dirty bytes the regions may keep now (alloc/retain.h). */
 static size_t cache_budget(void)
 {
 	size_t pk = __atomic_load_n(&recent_peak, __ATOMIC_RELAXED);
 	size_t use = __atomic_load_n(&huge_bytes, __ATOMIC_RELAXED);
-	size_t top = pk * 2;
-	size_t b = top > use ? top - use : 0;
-	b = b < CACHE_MIN ? CACHE_MIN : b > CACHE_MAX ? CACHE_MAX : b;
-	size_t last = __atomic_load_n(&last_freed, __ATOMIC_RELAXED);
-	size_t cap = ha_keep_cap(free_dirty * PG, b) + (last < HUGE_REUSE_MAX ? last : HUGE_REUSE_MAX) +
-		     use / HUGE_LIVE_SHARE;
-	return cap < b ? cap : b;
+	size_t keep = ha_keep_cap(free_dirty * PG, ha_huge_dirty_max(pk, use));
+	return ha_huge_budget(pk, use, __atomic_load_n(&last_freed, __ATOMIC_RELAXED), keep);
 }
 
 uint64_t ha_huge_held_bytes(void)
@@ -334,14 +312,14 @@ uint64_t ha_huge_live_bytes(void)
 }
 
 /* Give free dirty pages back to the kernel: all of them (all != 0: also
- * unmaps empty regions); else, idle, down to HUGE_IDLE_KEEP; else down to
+ * unmaps empty regions); else, idle, down to its idle floor; else down to
  * 7/8 of the budget.  Returns bytes released. */
 static size_t release(int all, int idle)
 {
 	size_t done = 0;
 	for (;;) {
 		ha_lock(&huge_lock);
-		size_t budget = idle ? HUGE_IDLE_KEEP : cache_budget();
+		size_t budget = idle ? ha_idle_floor(__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG) : cache_budget();
 		if (!all && free_dirty * PG <= budget) {
 			ha_unlock(&huge_lock);
 			return done;
@@ -525,18 +503,20 @@ void ha_huge_free(void *p)
 		ha_keep_forced(ms);
 		release(0, 0);
 	}
-	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP)
+	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HA_IDLE_KEEP)
 		ha_purge_kick();
 	ha_purge_tick(ms);
 }
 
 int ha_huge_decay(uint32_t now)
 {
-	if (__atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG <= HUGE_IDLE_KEEP)
+	uint64_t d = __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
+	if (!d || d <= ha_idle_floor(d))
 		return 0;
 	if ((uint32_t)(now - __atomic_load_n(&huge_used_ms, __ATOMIC_RELAXED)) >= HA_DECAY_MS)
 		release(0, 1);
-	return __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG > HUGE_IDLE_KEEP;
+	d = __atomic_load_n(&free_dirty, __ATOMIC_RELAXED) * PG;
+	return d > ha_idle_floor(d);
 }
 
 /* A region block's pages move to a mapping of their own of len bytes;

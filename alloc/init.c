@@ -55,6 +55,7 @@ static void prefork(void)
 	ha_prof_prefork();
 	ha_tcache_prefork();
 	ha_central_prefork();
+	ha_spanrec_prefork();
 	ha_huge_prefork();
 	ha_pagemap_prefork();
 	ha_meta_prefork();
@@ -76,6 +77,7 @@ static void postfork(int child)
 	ha_meta_postfork(child);
 	ha_pagemap_postfork(child);
 	ha_huge_postfork(child);
+	ha_spanrec_postfork(child);
 	ha_central_postfork(child);
 	ha_tcache_postfork(child);
 	if (child)

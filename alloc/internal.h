@@ -21,7 +21,8 @@
  *   profiling   books.c          the books (allocated, in use) and the switch
  *               compat.c         compatibility mode's headers; sample headers
  *   process     init.c           first-call init, fork, thread exit
- *               purge.c          what cached memory stays; the opt-in purge thread
+ *               retain.c         what freed memory the caches keep (retain.h)
+ *               purge.c          the caches' clock; the opt-in purge thread
  *               log.c            stderr messages that never allocate
  *
  * Prototypes below are grouped under the file that defines them.
@@ -29,7 +30,7 @@
  * Synchronization (lock order, outermost first):
  *   [libc's stdio list lock, at fork only: init.c] ->
  *   profiler locks (prof/, via ha_prof_prefork) -> thread-cache registry ->
- *   central[cls].lock (ascending cls) -> span-record lock -> large cache lock
+ *   central[cls].lock (ascending cls) -> span-pool lock -> record lock -> large cache lock
  *   -> huge cache lock -> page-map leaf lock -> meta lock.
  * No lock is held while calling into mimalloc for span memory, nor while the
  * profiler unwinds.  Every lock is taken by pthread_atfork's prepare handler
@@ -56,6 +57,7 @@
 #include "alloc/log.h"
 #include "alloc/sys.h"
 #include "alloc/hooks.h"   /* the profiler interface, both ways */
+#include "alloc/retain.h"  /* what freed memory is kept, how long, why */
 
 
 #define HA_PAGE_SHIFT 12
@@ -120,14 +122,26 @@ typedef struct ha_span {
 	uint32_t nfree;          /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
-	struct ha_span *next, *prev;  /* central partial/empty list */
+	union {
+		struct {
+			/* its class's partial list, or a dead list */
+			struct ha_span *next, *prev;
+		};
+		ha_hot_entry hot;   /* in the free pool: its hot list */
+	};
 	uint16_t on_list;
 	uint16_t kept_empty;     /* counted in its class's kept empty bytes */
-	uint32_t idle_since;     /* ms clock when it entered the free pool */
 	uint32_t color;          /* the first object carved (central.c) */
 } ha_span;
 
 
+
+/* ---- spanrec.c: span records, their unused pages given back ------------- */
+ha_span *ha_spanrec_get(void);     /* zeroed, 64-aligned; NULL when out */
+void ha_spanrec_put(ha_span *s);
+void ha_spanrec_decay(void);       /* pages all of whose records are free */
+void ha_spanrec_prefork(void);
+void ha_spanrec_postfork(int child);
 
 /* ---- pagemap.c ---------------------------------------------------------- */
 #define HA_PM_LEAF_BITS 14   /* a leaf (2 x 128 KiB) covers 64 MiB; the root is 32 MiB of BSS, touched sparsely */
@@ -142,10 +156,17 @@ typedef struct ha_pent {
 	uint32_t cls;
 } ha_pent;
 /* A leaf: per page its span (distance from ha_pm.nospan) and its entry,
- * both at the same index, so one root load reaches either. */
+ * both at the same index, so one root load reaches either; then its
+ * bookkeeping (pagemap.c), per part of 512 pages (one page of each array):
+ * the spans that name a page of it, and which parts may be resident. */
+#define HA_PM_PART_BITS 9
+#define HA_PM_PARTS (1u << (HA_PM_LEAF_BITS - HA_PM_PART_BITS))
 typedef struct ha_pmleaf {
 	uintptr_t span[1u << HA_PM_LEAF_BITS];
 	ha_pent ent[1u << HA_PM_LEAF_BITS];
+	uint32_t users[HA_PM_PARTS];   /* spans set in the part | HA_PM_DISCARDING */
+	uint32_t dirty;                /* parts written since last given back */
+	struct ha_pmleaf *next;        /* every leaf, for ha_pagemap_decay */
 } ha_pmleaf;
 /* Free's class table, indexed by a page's class: the block-start check in
  * 32 bits (a span's offsets are below 2^32: size = odd << ror, inv the
@@ -201,53 +222,23 @@ static inline ha_span *ha_pagemap_get(const void *p)
 	ha_span *s = ha_pagemap_at(pg);
 	return s != &ha_pm.nospan ? s : NULL;
 }
-/* Span s's pages [start, start + bytes) name s (s NULL: nothing), their
- * entries its class while it is unmarked. */
+/* Span s's pages [start, start + bytes) name s, their entries its class
+ * while it is unmarked; s NULL clears exactly the pages one span was set
+ * on (the span leaves the count of users each part of the map keeps). */
 int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s); /* 0 or ENOMEM */
 /* The entries of span s's pages: its class while plain_max says it is
  * unmarked, else 0 (ha_span_mark_recorded and its undoing). */
 void ha_pagemap_mark(const ha_span *s);
+/* The decay step's part for the page map: a leaf's part no span names now
+ * gives its pages back (a burst spread over a GiB leaves 6 MiB of leaves
+ * behind otherwise, 256 KiB per 64 MiB); returns 0. */
+int ha_pagemap_decay(uint32_t now);
 /* Fill ha_pm.cl from the class tables (after ha_size_class_init). */
 void ha_pagemap_init(void);
 void ha_pagemap_prefork(void);
 void ha_pagemap_postfork(int child);
 
-/* ---- purge.c: what cached memory stays, and for how long ---------------- *
- * Span pool, large cache and huge pages keep what was freed resident, up
- * to ha_keep_cap, and give back what has been idle HA_DECAY_MS: at the
- * program's own slow paths (ha_purge_tick), or on the opt-in purge thread
- * (HEAPALLOC_PURGE_THREAD=1), which lets them keep up to their maximum. */
-#define HA_DECAY_MS 1000
-/* What each cache (span pool, large blocks, huge pages) keeps resident once
- * its bytes have been idle HA_DECAY_MS: a program that sleeps after a burst
- * keeps a few MiB at most, and one that takes a little again within the
- * second finds it warm. */
-#define HA_IDLE_KEEP ((size_t)1 << 20)
-/* Without the thread the caches together keep HA_KEEP_FLOOR plus this
- * share of the bytes the program has in use (spans in classes, large and
- * huge blocks): what a program that goes quiet right after a free keeps
- * for good, so a freed spike comes back at its free, while a heap that
- * churns beside a live working set keeps room to do so in place. */
-#define HA_KEEP_FLOOR ((uint64_t)8 << 20)
-#define HA_KEEP_SHARE 8
-/* The hot bytes a cache holding `own` of them may hold now: hot_max while
- * the thread runs, else the shared bound above (plus what was learned,
- * below) less what the other caches hold, at most hot_max. */
-size_t ha_keep_cap(uint64_t own, size_t hot_max);
-/* Reuse learned: memory the bound gave back that the program wanted again
- * within HA_REFAULT_MS (a cache handed out memory that faults in, so soon
- * after a give-back the bound forced) raises the bound by those bytes, up
- * to HA_KEEP_LEARN_MAX: a working set freed and taken again every few ms
- * stops churning.  It halves at every slow-path tick once no give-back has
- * been forced for HA_DECAY_MS.  The price: a program that churned so and
- * then goes quiet right after a free keeps up to that much more. */
-#define HA_REFAULT_MS 50
-#define HA_KEEP_LEARN_MAX ((uint64_t)64 << 20)
-void ha_keep_forced(uint32_t now);   /* the bound made a cache give back */
-void ha_keep_refault(size_t bytes);  /* a cache handed out bytes that fault in */
-/* A fork's child starts with nothing learned: the parent's give-backs and
- * the child's first allocations are not one program's churn. */
-void ha_keep_forget(void);
+/* ---- purge.c: the caches' clock (the policy: alloc/retain.h) ------------ */
 /* A slow path's look at the clock: every HA_DECAY_MS / 8 at most, each
  * cache's decay step (the thread's steps too, when it runs).  No heapalloc
  * lock held from the span-record lock on. */
@@ -263,6 +254,13 @@ int ha_central_decay(uint32_t now);
 int ha_arena_decay(uint32_t now);
 int ha_huge_decay(uint32_t now);
 int ha_tcache_decay(uint32_t now);   /* exited threads' slabs */
+/* The span pool has gone unused (no span taken or put by a busy program)
+ * for HA_DECAY_MS: the quiet that alloc/retain.h gives the address space,
+ * the page map and the span records back in. */
+int ha_central_pool_idle(uint32_t now);
+/* The pool's cold spans back to mimalloc (then ha_arena_collect); nonzero
+ * when there were some. */
+int ha_central_release_cold(void);
 /* Bytes in use by each tier, racy: spans held by size classes, large
  * blocks, huge blocks. */
 uint64_t ha_central_live_bytes(void);
@@ -291,6 +289,8 @@ size_t ha_arena_large_usable(const void *p);
 uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
 int ha_arena_is_large(const void *p);         /* header magic intact */
 void ha_arena_trim(void);                     /* mimalloc collects */
+void ha_arena_collect(void);                  /* ... and cold large blocks go back */
+void ha_arena_decommit_now(int on);           /* mimalloc decommits freed pages at once */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 uint64_t ha_arena_committed(void);
 /* The large cache's bytes, as ha_central_pool_bytes. */

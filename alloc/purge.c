@@ -1,11 +1,10 @@
-/* alloc/purge.c — the purge thread, an opt-in clock for cached memory.
+/* alloc/purge.c — the caches' clock: the decay step at the program's slow
+ * paths (ha_purge_tick), and the purge thread, an opt-in clock of its own.
  *
- * Freed memory stays resident for a while so that a program that allocates
- * again does not fault it back in: free spans (central.c), freed large
- * blocks (arena.c), free huge pages (huge.c).  By default no clock of our
- * own runs: each cache decides at free time what may stay (a bound that a
- * program going quiet at that moment can afford, ha_quiet_cap) and gives
- * back what has been idle HA_DECAY_MS at the program's own slow paths.  A
+ * What the caches keep, and for how long, is alloc/retain.h's.  By default
+ * no clock of our own runs: each cache decides at free time what may stay
+ * (ha_keep_cap) and gives back what has been idle HA_DECAY_MS at the
+ * program's own slow paths.  A
  * thread of ours would make glibc's fork take its atfork lock (a fork from
  * a signal handler that interrupted fork then deadlocks), and makes
  * single-thread-only calls (unshare(CLONE_NEWUSER)) fail.
@@ -57,6 +56,25 @@ static int decay_all(uint32_t now)
 	more |= ha_arena_decay(now);
 	more |= ha_huge_decay(now);
 	more |= ha_tcache_decay(now);
+	/* The quiet: no span used for a decay period.  Then, after every
+	 * cache has decayed, cold spans go back to mimalloc and its empty
+	 * segments to the kernel, and so do the page map's and the span
+	 * records' unused pages.  Not before: in a busy program they would
+	 * be given back and faulted in again tick after tick, each give-back
+	 * a TLB shootdown on every core the program runs on. */
+	if (ha_central_pool_idle(now)) {
+		uint64_t lhot, lcold, phot, pcold;
+		ha_arena_cache_bytes(&lhot, &lcold);
+		ha_central_pool_bytes(&phot, &pcold);
+		if (lcold | pcold) {
+			ha_arena_decommit_now(1);
+			ha_central_release_cold();
+			ha_arena_collect();
+			ha_arena_decommit_now(0);
+		}
+		ha_pagemap_decay(now);
+		ha_spanrec_decay();
+	}
 	return more;
 }
 
@@ -147,43 +165,6 @@ int ha_purge_running(void)
 	return __atomic_load_n(&state, __ATOMIC_RELAXED) == RUNNING;
 }
 
-/* Reuse learned (ha_keep_refault): bytes the bound grows by, and the ms
- * clock of the last give-back the bound forced; both atomic. */
-static uint64_t learned;
-static uint32_t forced_at;
-
-void ha_keep_forced(uint32_t now)
-{
-	__atomic_store_n(&forced_at, now | 1, __ATOMIC_RELAXED);
-}
-
-void ha_keep_refault(size_t bytes)
-{
-	uint32_t at = __atomic_load_n(&forced_at, __ATOMIC_RELAXED);
-	if (!at || (uint32_t)(ha_now_ms() - at) > HA_REFAULT_MS)
-		return;
-	uint64_t l = __atomic_load_n(&learned, __ATOMIC_RELAXED) + bytes;
-	__atomic_store_n(&learned, l < HA_KEEP_LEARN_MAX ? l : HA_KEEP_LEARN_MAX, __ATOMIC_RELAXED);
-}
-
-void ha_keep_forget(void)
-{
-	__atomic_store_n(&learned, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&forced_at, 0, __ATOMIC_RELAXED);
-}
-
-size_t ha_keep_cap(uint64_t own, size_t hot_max)
-{
-	if (ha_purge_running())
-		return hot_max;
-	uint64_t live = ha_central_live_bytes() + ha_arena_live_bytes() + ha_huge_live_bytes();
-	uint64_t held = ha_central_held_bytes() + ha_arena_held_bytes() + ha_huge_held_bytes();
-	uint64_t cap = HA_KEEP_FLOOR + live / HA_KEEP_SHARE + __atomic_load_n(&learned, __ATOMIC_RELAXED);
-	uint64_t others = held > own ? held - own : 0;
-	cap = cap > others ? cap - others : 0;
-	return cap < hot_max ? (size_t)cap : hot_max;
-}
-
 static uint32_t ticked;   /* ms clock of the last ha_purge_tick step */
 
 void ha_purge_tick(uint32_t now)
@@ -193,10 +174,7 @@ void ha_purge_tick(uint32_t now)
 		return;
 	if (!__atomic_compare_exchange_n(&ticked, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;   /* another thread runs this step */
-	/* no forced give-back for a decay period: what was learned fades */
-	uint64_t l = __atomic_load_n(&learned, __ATOMIC_RELAXED);
-	if (l && (uint32_t)(now - __atomic_load_n(&forced_at, __ATOMIC_RELAXED)) > HA_DECAY_MS)
-		__atomic_store_n(&learned, l / 2, __ATOMIC_RELAXED);
+	ha_keep_fade(now);
 	decay_all(now);
 }
 

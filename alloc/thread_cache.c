@@ -288,10 +288,12 @@ static void scavenge_if_idle(ha_tcache *tc, unsigned cls)
 {
 	uint32_t now = ha_now_ms();
 	/* used_at is now | 1 (0: never), so it may lie a ms ahead */
-	if (tc->used_at && (int32_t)(now - tc->used_at) >= HA_DECAY_MS)
+	if (tc->used_at && (int32_t)(now - tc->used_at) >= HA_DECAY_MS) {
 		for (unsigned c = 1; c < HA_NCLASSES; c++)
 			if (c != cls)
 				give_back(&tc->list[c], c, ha_tl_len(tc, c), HA_TO_SPANS_IDLE);
+		ha_purge_tick(now);   /* the decay step sees all of it */
+	}
 	tc->used_at = now | 1;
 }
 

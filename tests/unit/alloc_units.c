@@ -3,7 +3,8 @@
  * alloc/ needs nothing of prof/ beyond alloc/hooks.h.  Checks the size-class
  * table (every request's class is the smallest that holds it, 16-byte
  * multiples, waste within a ninth above 128 B, free's block-start check
- * exact over every offset of a span), the page map (set, get, neighbours),
+ * exact over every offset of a span), the page map (set, get, neighbours,
+ * a part's pages given back), the retention rules (alloc/retain.h),
  * and that the allocator alone serves the malloc family, every byte of
  * every block kept. */
 #include "alloc/internal.h"
@@ -79,7 +80,8 @@ static void page_map(void)
 	CHECK(ha_pagemap_get((void *)(base + 11 * HA_PAGE_SIZE)) == NULL);
 	CHECK(ha_pagemap_get((void *)(base - 1)) == NULL);
 	CHECK(ha_pagemap_get((void *)((uintptr_t)1 << 60)) == NULL);   /* beyond 48 bits */
-	CHECK_EQ(ha_pagemap_set(base, 11 * HA_PAGE_SIZE, NULL), 0);
+	CHECK_EQ(ha_pagemap_set(base, 8 * HA_PAGE_SIZE, NULL), 0);     /* each span's own */
+	CHECK_EQ(ha_pagemap_set(base + 8 * HA_PAGE_SIZE, 3 * HA_PAGE_SIZE, NULL), 0);
 	CHECK(ha_pagemap_get((void *)(base + 9 * HA_PAGE_SIZE)) == NULL);
 }
 
@@ -226,6 +228,64 @@ static void tcache_budget(void)
 	pthread_barrier_destroy(&tc_bar);
 }
 
+/* A part of the page map no span names gives its pages back at the decay
+ * step and reads "no span" after; a part a span names keeps its entries. */
+static void page_map_give_back(void)
+{
+	static ha_span a, b;
+	uintptr_t base = (uintptr_t)3 << 44;   /* a leaf of its own */
+	size_t part = (size_t)HA_PAGE_SIZE << HA_PM_PART_BITS;
+	CHECK_EQ(ha_pagemap_set(base, 4 * HA_PAGE_SIZE, &a), 0);
+	CHECK_EQ(ha_pagemap_set(base + part, 4 * HA_PAGE_SIZE, &b), 0);
+	CHECK_EQ(ha_pagemap_set(base + part, 4 * HA_PAGE_SIZE, NULL), 0);
+	/* the part's span entries, found as free finds them (an index past
+	 * ha_pm.none: integer arithmetic, not an array subscript) */
+	uintptr_t leaf = (uintptr_t)ha_pm.none.span +
+			 (uintptr_t)ha_pagemap_index((base + part) >> HA_PAGE_SHIFT) * sizeof(uintptr_t);
+	CHECK_GE(ha_resident(leaf, leaf + 1), 1);              /* written: resident */
+	ha_pagemap_decay(ha_now_ms());
+	CHECK_EQ(ha_resident(leaf, leaf + 1), 0);              /* given back */
+	CHECK(ha_pagemap_get((void *)(base + part)) == NULL);
+	CHECK(ha_pagemap_get((void *)(base + HA_PAGE_SIZE)) == &a);   /* kept */
+	CHECK_EQ(ha_pagemap_set(base + part, 4 * HA_PAGE_SIZE, &b), 0);   /* set again */
+	CHECK(ha_pagemap_get((void *)(base + part + 3 * HA_PAGE_SIZE)) == &b);
+	CHECK_EQ(ha_pagemap_set(base + part, 4 * HA_PAGE_SIZE, NULL), 0);
+	CHECK_EQ(ha_pagemap_set(base, 4 * HA_PAGE_SIZE, NULL), 0);
+}
+
+/* The retention rules of alloc/retain.h on chosen figures, each expected
+ * value worked out from the rule as documented there (M = 1 MiB). */
+static void retention_rules(void)
+{
+	const uint64_t M = (uint64_t)1 << 20, K = 1024;
+	/* ha_keep_cap_of: 8M + live / 8 + learned, less what the other
+	 * caches hold, within [0, hot_max] */
+	CHECK_EQ(ha_keep_cap_of(0, 0, 0, 0, 64 * M), 8 * M);
+	CHECK_EQ(ha_keep_cap_of(80 * M, 0, 0, 0, 64 * M), 18 * M);          /* 8 + 10 */
+	CHECK_EQ(ha_keep_cap_of(80 * M, 12 * M, 2 * M, 0, 64 * M), 8 * M);  /* 18 - 10 */
+	CHECK_EQ(ha_keep_cap_of(80 * M, 30 * M, 2 * M, 0, 64 * M), 0);      /* 18 - 28 */
+	CHECK_EQ(ha_keep_cap_of(800 * M, 0, 0, 0, 64 * M), 64 * M);         /* 108, at most 64 */
+	CHECK_EQ(ha_keep_cap_of(16 * M, 0, 0, 5 * M, 64 * M), 15 * M);      /* 8 + 2 + 5 */
+	CHECK_EQ(ha_keep_cap_of(0, 1 * M, 3 * M, 0, 64 * M), 8 * M);        /* own > held: no others */
+	CHECK_EQ(ha_keep_cap_of(0, 0, 0, 0, 5 * M), 5 * M);
+	/* ha_idle_floor_of: 1M less what the others hold, at least 0 */
+	CHECK_EQ(ha_idle_floor_of(0, 0), 1 * M);
+	CHECK_EQ(ha_idle_floor_of(768 * K, 256 * K), 512 * K);
+	CHECK_EQ(ha_idle_floor_of(3 * M, 0), 0);
+	CHECK_EQ(ha_idle_floor_of(1 * M, 1 * M), 1 * M);
+	/* ha_huge_dirty_max: 2 x peak - in use, within [64M, 256M] */
+	CHECK_EQ(ha_huge_dirty_max(0, 0), 64 * M);
+	CHECK_EQ(ha_huge_dirty_max(100 * M, 50 * M), 150 * M);
+	CHECK_EQ(ha_huge_dirty_max(200 * M, 100 * M), 256 * M);
+	CHECK_EQ(ha_huge_dirty_max(40 * M, 100 * M), 64 * M);
+	/* ha_huge_budget (huge.c's cache_budget): the dirty max, or less:
+	 * keep + the block freed last (at most 8M) + in use */
+	CHECK_EQ(ha_huge_budget(100 * M, 50 * M, 3 * M, 10 * M), 63 * M);   /* 10 + 3 + 50 < 150 */
+	CHECK_EQ(ha_huge_budget(100 * M, 50 * M, 20 * M, 10 * M), 68 * M);  /* 10 + 8 + 50 */
+	CHECK_EQ(ha_huge_budget(200 * M, 200 * M, 0, 64 * M), 200 * M);     /* 264 > 400 - 200 */
+	CHECK_EQ(ha_huge_budget(0, 0, 0, 8 * M), 8 * M);
+}
+
 int main(void)
 {
 	ha_alloc_init();
@@ -234,5 +294,7 @@ int main(void)
 	serves_malloc();
 	bitmaps();
 	tcache_budget();
+	page_map_give_back();
+	retention_rules();
 	return CHECK_DONE();
 }
