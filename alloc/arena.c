@@ -286,10 +286,9 @@ uint64_t ha_arena_live_bytes(void)
 	return __atomic_load_n(&large_bytes, __ATOMIC_RELAXED);
 }
 
-/* Every kept block back to mimalloc, its pages to the kernel first. */
-static void cache_drain(void)
+/* Every cold block back to mimalloc, one at a time outside the lock. */
+static void cold_release_all(void)
 {
-	cache_decay(ha_now_ms(), 0);
 	for (;;) {
 		lrec *r = NULL;
 		ha_lock(&large_lock);
@@ -303,6 +302,13 @@ static void cache_drain(void)
 			return;
 		block_release(r);
 	}
+}
+
+/* Every kept block back to mimalloc, its pages to the kernel first. */
+static void cache_drain(void)
+{
+	cache_decay(ha_now_ms(), 0);
+	cold_release_all();
 }
 
 void ha_arena_prefork(void)
@@ -350,19 +356,7 @@ void ha_arena_decommit_now(int on)
  * (abandoned ones of exited threads included) and decommits their pages. */
 void ha_arena_collect(void)
 {
-	for (;;) {
-		lrec *r = NULL;
-		ha_lock(&large_lock);
-		for (unsigned i = 0; i < LBINS && !r; i++)
-			if ((r = lbin[i].cold) != NULL) {
-				lbin[i].cold = r->next;
-				lcold_bytes -= r->bytes;
-			}
-		ha_unlock(&large_lock);
-		if (!r)
-			break;
-		block_release(r);
-	}
+	cold_release_all();
 	own();
 	mi_collect(true);
 	unown();
