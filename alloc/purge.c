@@ -29,6 +29,9 @@
  *   - Until it runs the caches behave as by default; a failed start is
  *     retried after RETRY_MS.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* pthread_attr_setsigmask_np */
+#endif
 #include "alloc/internal.h"
 #include "alloc/env.h"
 #include <linux/futex.h>
@@ -141,18 +144,19 @@ static void start(void)
 		atfork_done = 1;
 	pthread_attr_t attr;
 	pthread_t t;
-	sigset_t all, old;
+	sigset_t all;
 	int rc = pthread_attr_init(&attr);
 	if (rc == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&attr, STACK_BYTES);
+		/* born with every signal blocked; the caller's mask untouched */
 		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);   /* the thread inherits it */
+		rc = pthread_attr_setsigmask_np(&attr, &all);
 		int64_t mark[5];
 		ha_books_own_begin(mark);
-		rc = pthread_create(&t, &attr, purge_main, NULL);
+		if (rc == 0)
+			rc = pthread_create(&t, &attr, purge_main, NULL);
 		ha_books_own_end(mark);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&attr);
 	}
 	if (rc != 0)
