@@ -348,6 +348,8 @@ static HA_NOINLINE void free_big(void *p)
  * takes p modulo 2^48). */
 static HA_NOINLINE void free_odd(void *p)
 {
+	if (!p)          /* glibc frees a dozen NULLs as each thread ends */
+		return;
 	ha_span *s = ha_pagemap_at((uintptr_t)p >> HA_PAGE_SHIFT);
 	if (s == &ha_pm.nospan) {
 		free_big(p);

@@ -358,8 +358,9 @@ void ha_central_init(void);
  * core overlaps it, not in a dependent load here (google/tcmalloc's
  * per-CPU caches hold arrays for the same reason).  top is the next free
  * slot; top[-1] is NULL exactly when the stack is empty (a guard slot
- * below each class's array; before attach and after thread exit top
- * points past a read-only NULL, so that both fast paths go slow).  It
+ * below each class's array; before a class's first refill or overflow in
+ * a thread and after thread exit top points past a read-only NULL, so
+ * that both fast paths go slow).  It
  * holds max - room blocks (max in ha_tcache.max): free takes one from room
  * and goes slow when it would turn negative, malloc gives one back.  size
  * is the class's object size, next to top so that malloc charges the
@@ -421,6 +422,10 @@ typedef struct ha_tcache {
 	void **slab;             /* node->slab while state == 1 */
 	uint32_t used_at;        /* ms clock of this cache's last refill or overflow */
 	uint32_t max[HA_NCLASSES];
+	/* classes whose max was ever set in this thread (bit c of word c/64):
+	 * the rest sit on the guard with max 0, so counting the cache or
+	 * flushing it at exit looks at these alone */
+	uint64_t touched[(HA_NCLASSES + 63) / 64];
 	/* profiling's two budgets behind the countdown (books.c, due) */
 	int64_t armed;           /* what the countdown was last set to */
 	int64_t to_sample;       /* bytes to the next sampled byte; -1: the next allocation */

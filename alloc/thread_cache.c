@@ -49,6 +49,7 @@
 #include "alloc/internal.h"
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -99,9 +100,11 @@ static void retire_node(ha_tnode *nd)
 
 /* Give this thread its record's slab, mapped on the record's first use
  * (zero pages: every guard slot reads NULL; only the slots a stack reaches
- * become resident).  Out of memory the stacks stay on the guard and every
- * malloc and free goes to the central cache, one block at a time, until a
- * later refill maps it.  0 on failure. */
+ * become resident).  The stacks stay on the read-only guard until their
+ * class's first refill or overflow (leave_guard): a thread that lives for
+ * a few allocations sets up the classes it uses, not all of them.  Out of
+ * memory every malloc and free goes to the central cache, one block at a
+ * time, until a later refill maps it.  0 on failure. */
 static int slab_attach(ha_tcache *tc)
 {
 	ha_tnode *nd = tc->node;
@@ -116,10 +119,35 @@ static int slab_attach(ha_tcache *tc)
 		nd->slab = m;
 	}
 	tc->slab = nd->slab;
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
-		tc->list[c].top = ha_tl_lo(tc, c);
 	return 1;
 }
+
+/* Every list as a new thread's starts: on the guard, room 0, its class's
+ * size for the countdown (ha_tcache_init fills it).  max[] and touched[]
+ * of a thread that has not attached are zero already (TLS image). */
+static ha_tlist fresh_lists[HA_NCLASSES];
+
+static inline void touch(ha_tcache *tc, unsigned cls)
+{
+	tc->touched[cls >> 6] |= (uint64_t)1 << (cls & 63);
+}
+
+/* The next class after c whose max this thread has set, or 0. */
+static inline unsigned next_touched(const ha_tcache *tc, unsigned c)
+{
+	c++;
+	for (unsigned w = c >> 6; w < sizeof tc->touched / sizeof tc->touched[0]; w++) {
+		uint64_t m = tc->touched[w];
+		if (w == c >> 6)
+			m &= ~(uint64_t)0 << (c & 63);
+		if (m)
+			return w * 64 + (unsigned)__builtin_ctzll(m);
+	}
+	return 0;
+}
+
+#define FOR_TOUCHED(tc, c) \
+	for (unsigned c = next_touched(tc, 0); c; c = next_touched(tc, c))
 
 ha_tcache *ha_tcache_attach(void)
 {
@@ -154,11 +182,7 @@ ha_tcache *ha_tcache_attach(void)
 	/* max 0 until the class's first refill (or first free) */
 	tc->max_bytes = 0;
 	tc->node = nd;
-	for (unsigned c = 1; c < HA_NCLASSES; c++) {
-		tc->list[c].room = 0;
-		tc->max[c] = 0;
-		tc->list[c].size = ha_class_size[c];
-	}
+	memcpy(tc->list, fresh_lists, sizeof fresh_lists);
 	slab_attach(tc);
 	tc->state = 1;
 	pthread_setspecific(ha_thread_key, tc);
@@ -168,10 +192,7 @@ ha_tcache *ha_tcache_attach(void)
 uint64_t ha_tcache_cached(const ha_tcache *tc)
 {
 	uint64_t b = 0;
-	/* every threshold check sums all classes: unrolled, the loop's own
-	 * work is spread over four of them */
-#pragma GCC unroll 4
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
+	FOR_TOUCHED(tc, c)
 		b += (uint64_t)ha_tl_len(tc, c) * ha_class_size[c];
 	return b;
 }
@@ -202,6 +223,8 @@ static inline uint32_t dyn_cap(unsigned cls)
 void ha_tcache_init(void)
 {
 	uint32_t off = 0;
+	for (unsigned c = 0; c < HA_NCLASSES; c++)
+		fresh_lists[c] = (ha_tlist){ .top = GUARD, .size = c ? ha_class_size[c] : 0 };
 	for (unsigned c = 1; c < HA_NCLASSES; c++) {
 		ha_tl_cap[c] = dyn_cap(c);
 		off += 1;               /* the guard */
@@ -236,6 +259,7 @@ static void set_max(ha_tcache *tc, unsigned cls, uint32_t max)
 {
 	uint32_t old = tc->max[cls];
 	HA_ASSERT(max <= ha_tl_cap[cls]);
+	touch(tc, cls);
 	ha_tl_set_max(tc, cls, max);
 	tc->max_bytes += (uint64_t)max * ha_class_size[cls];
 	tc->max_bytes -= (uint64_t)old * ha_class_size[cls];
@@ -289,7 +313,7 @@ static void scavenge_if_idle(ha_tcache *tc, unsigned cls)
 	uint32_t now = ha_now_ms();
 	/* used_at is now | 1 (0: never), so it may lie a ms ahead */
 	if (tc->used_at && (int32_t)(now - tc->used_at) >= HA_DECAY_MS) {
-		for (unsigned c = 1; c < HA_NCLASSES; c++)
+		FOR_TOUCHED(tc, c)
 			if (c != cls)
 				give_back(&tc->list[c], c, ha_tl_len(tc, c), HA_TO_SPANS_IDLE);
 		ha_purge_tick(now);   /* the decay step sees all of it */
@@ -386,7 +410,7 @@ static void enforce_budget(ha_tcache *tc)
 	if (tc->max_bytes <= b && (++tc->budget_skips & 63))
 		return;
 	while ((have = ha_tcache_cached(tc)) > b) {
-		for (unsigned c = 1; c < HA_NCLASSES; c++) {
+		FOR_TOUCHED(tc, c) {
 			ha_tlist *l = &tc->list[c];
 			uint32_t len = ha_tl_len(tc, c);
 			give_back(l, c, len > 1 ? len / 2 : len, 1);
@@ -419,6 +443,8 @@ void ha_tcache_overflow(void *p, uintptr_t key)
 		ha_central_release(cls, &p, 1, 1);
 		return;
 	}
+	if (l->top == GUARD)                  /* the class's first overflow */
+		l->top = ha_tl_lo(tc, cls);
 	*l->top++ = p;                        /* the spare slot: max + 1 at most */
 	if (l->room >= 0)
 		return;
@@ -455,7 +481,7 @@ void ha_tcache_overflow(void *p, uintptr_t key)
 
 static void flush_all(ha_tcache *tc)
 {
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
+	FOR_TOUCHED(tc, c)
 		give_back(&tc->list[c], c, ha_tl_len(tc, c), 1);
 }
 
@@ -471,11 +497,11 @@ void ha_tcache_thread_exit(void *arg)
 	(void)arg;
 	if (tc->state != 1)
 		return;
-	for (unsigned c = 1; c < HA_NCLASSES; c++)
+	FOR_TOUCHED(tc, c)
 		ha_tl_set_max(tc, c, 0);
 	flush_all(tc);
 	/* the slab goes with the record; the stacks rest on the guard */
-	for (unsigned c = 1; c < HA_NCLASSES; c++) {
+	FOR_TOUCHED(tc, c) {
 		tc->list[c].top = GUARD;
 		tc->list[c].room = 0;
 	}
