@@ -9,7 +9,7 @@
 # alloc_profiled_threads.sh does the same for the thread tests.  Dumps go to
 # a temporary directory; only the programs' own verdicts count.
 # Env: top_builddir.
-dir=${top_builddir:-.}/tests
+dir=${top_builddir:-.}/tests/integration
 tmp=${TMPDIR:-/tmp}/alloc_profiled.$$
 mkdir -p "$tmp" || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM

@@ -5,7 +5,7 @@
 # allocator alone; this one takes that away again.)
 # (under qemu-user the programs measure the spike's own pages, alloc_spike.c)
 unset HEAP_PROFILE_SAMPLE_INTERVAL
-b=${top_builddir:-.}/tests
+b=${top_builddir:-.}/tests/integration
 rc=0
 for t in alloc_spike_large_quiet alloc_spike_span_busy alloc_spike_nothread; do
 	"$b/$t" || { echo "FAIL: $t with the always-on sampling (exit $?)"; rc=1; }
