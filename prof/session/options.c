@@ -41,7 +41,7 @@ typedef struct opt_row {
 /* The table, and the one place each variable is described (DOC, in the
  * README's Markdown): tools/gen-options writes the README's table,
  * heapalloc(3)'s ENVIRONMENT and the command's help (tools/ha_options.py)
- * from it; tests/options_table.sh fails when one of them is stale. */
+ * from it; tests/integration/options_table.sh fails when one of them is stale. */
 static const opt_row rows[] = {
 	{ "HEAPPROFILE", OPT_STR, 0, NULL, &ha_prof_opt.prefix, NULL,
 	  DOC("file prefix; set and non-empty turns profiling on at start") },

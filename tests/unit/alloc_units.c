@@ -13,7 +13,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include "check.h"
+#include "tests/lib/check.h"
 
 static void size_classes(void)
 {

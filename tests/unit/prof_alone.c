@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "heapalloc.h"
-#include "check.h"
+#include "tests/lib/check.h"
 
 static size_t slurp(const char *path, char *buf, size_t cap)
 {

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "prof/unit.h"
-#include "tests/check.h"
+#include "tests/lib/check.h"
 
 ha_prof_options ha_prof_opt;
 HA_TLS unsigned ha_locks_held;

@@ -19,7 +19,7 @@
 
 #include "heapalloc.h"
 #include "prof/unit.h"
-#include "tests/check.h"
+#include "tests/lib/check.h"
 
 /* stats.c's outputs, not used by the walk */
 void heapalloc_get_stats_size(heapalloc_stats *s, size_t size) { abort(); }

@@ -1,5 +1,5 @@
 /* tests/unit/prof_stack.c — unit tier for prof/capture/stack.c, compiled straight from
- * the source (tests/prof.am): a fresh thread's stacks come from the shared
+ * the source (tests/integration/prof.am): a fresh thread's stacks come from the shared
  * rows or the frame rules learned from them, frame for frame what
  * libunwind's fast trace returns, without the fast trace's per-thread
  * table (its page faults); through a frame with a variable-length array
@@ -30,7 +30,7 @@
 #include "prof/prof.h"
 #include "prof/capture/frame_rules.h"   /* ha_trace_norm */
 #include "prof/unit.h"          /* uncached, signal_steps, ha_unw_refused */
-#include "tests/check.h"
+#include "tests/lib/check.h"
 
 /* stand-in for alloc/ (this program is not linked with the library) */
 void ha_alloc_call_back_next(void)

@@ -1,6 +1,6 @@
 /* tests/unit/prof_unit.c — unit tier for prof/: the sampler's distribution, the
  * option parsers and the stack table's size keys, compiled straight from
- * the sources (tests/prof.am) with stand-ins for the allocator's raw memory,
+ * the sources (tests/integration/prof.am) with stand-ins for the allocator's raw memory,
  * plus the object map (probe runs, deletion, growth) against a reference,
  * so no allocator and no profiler state is involved.
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "prof/prof.h"
-#include "tests/check.h"
+#include "tests/lib/check.h"
 
 /* stand-ins for alloc/ (this program is not linked with the library) */
 void *ha_raw_malloc(size_t n) { return malloc(n); }

@@ -28,7 +28,7 @@
 
 #include "prof/capture/frame_rules.h"   /* the rule walk, inline */
 #include "prof/unit.h"
-#include "tests/check.h"
+#include "tests/lib/check.h"
 
 void ha_alloc_call_back_next(void) {}
 HA_TLS unsigned ha_locks_held;

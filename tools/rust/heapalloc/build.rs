@@ -15,7 +15,7 @@
 //! (`-Wl,-rpath,DIR`).  Cargo applies a dependency's rustc-link-arg only to
 //! that package's own tests and examples, so the directory is also handed
 //! to dependents as DEP_HEAPALLOC_LIBDIR (`links`): a binary's build.rs
-//! adds the same rpath for itself (README, tests/rust_crate/build.rs).
+//! adds the same rpath for itself (README, tests/integration/rust_crate/build.rs).
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;

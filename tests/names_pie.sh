@@ -1,4 +1,0 @@
-#!/bin/sh
-# C ground truth as a PIE (the Debian default) with its own shared library.
-PIEFLAGS=-pie
-. "$top_srcdir/tests/names_c_body.sh"

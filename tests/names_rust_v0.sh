@@ -1,6 +1,0 @@
-#!/bin/sh
-# names_rust.sh with Rust's v0 symbol mangling (-Csymbol-mangling-version=v0).
-. "$top_srcdir/tests/emu.sh"
-emu_rust
-NAMES_RUST_V0=1
-. "$top_srcdir/tests/names_rust.sh"
