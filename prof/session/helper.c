@@ -96,6 +96,11 @@ static void *helper_main(void *arg)
 {
 	int rd = (int)(intptr_t)arg;
 	ha_prof_busy = 1;
+	sigset_t all;
+	sigfillset(&all);
+	/* signals go elsewhere; blocked here rather than through the
+	 * attributes, whose sigmask extension glibc mallocs */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	struct timespec next, row;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	row = next;
@@ -149,14 +154,8 @@ static int spawn(void)
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	/* born with every signal blocked (signals go to the program's
-	 * threads), the caller's mask untouched */
-	sigset_t all;
-	sigfillset(&all);
 	pthread_t t;
-	int err = pthread_attr_setsigmask_np(&a, &all);
-	if (!err)
-		err = pthread_create(&t, &a, helper_main, (void *)(intptr_t)fds[0]);
+	int err = pthread_create(&t, &a, helper_main, (void *)(intptr_t)fds[0]);
 	pthread_attr_destroy(&a);
 	if (err) {
 		close(fds[0]);

@@ -1,7 +1,7 @@
 /* rel_thread_masks — the threads heapalloc starts (the purge thread of
- * HEAPALLOC_PURGE_THREAD=1, the profiler's helper under HEAPPROFILE) are
- * born with every signal blocked, so a signal sent to the process runs the
- * program's handler on the program's own thread, and the program's own
+ * HEAPALLOC_PURGE_THREAD=1, the profiler's helper under HEAPPROFILE) block
+ * every signal (the purge thread from birth, the helper as its first act),
+ * so a signal sent to the process runs the program's handler on the program's own thread, and the program's own
  * signal mask is never changed: main's mask reads empty before and after
  * both threads start.  The program re-runs itself, in a child, with both
  * set. */
