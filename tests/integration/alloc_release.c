@@ -53,16 +53,23 @@ static void *burst(void *arg)
 	return NULL;
 }
 
+/* heapalloc's statistics into *s; 0 without heapalloc. */
+static int read_stats(heapalloc_stats *s)
+{
+	void (*stats)(heapalloc_stats *) =
+		(void (*)(heapalloc_stats *))dlsym(RTLD_DEFAULT, "heapalloc_get_stats");
+	if (stats)
+		stats(s);
+	return stats != NULL;
+}
+
 /* In use in small spans, and the thread caches and their bytes; 0 without
  * heapalloc. */
 static int small_books(long long *in_use, long long *caches, long long *cached)
 {
-	void (*stats)(heapalloc_stats *) =
-		(void (*)(heapalloc_stats *))dlsym(RTLD_DEFAULT, "heapalloc_get_stats");
-	if (!stats)
-		return 0;
 	heapalloc_stats s;
-	stats(&s);
+	if (!read_stats(&s))
+		return 0;
 	*in_use = (long long)(s.small_span_bytes - s.small_free_bytes);
 	*caches = (long long)s.thread_caches;
 	*cached = (long long)s.thread_cache_bytes;
@@ -73,13 +80,8 @@ static int small_books(long long *in_use, long long *caches, long long *cached)
  * without heapalloc. */
 static long meta_kib(void)
 {
-	void (*stats)(heapalloc_stats *) =
-		(void (*)(heapalloc_stats *))dlsym(RTLD_DEFAULT, "heapalloc_get_stats");
-	if (!stats)
-		return 0;
 	heapalloc_stats s;
-	stats(&s);
-	return (long)(s.metadata_bytes >> 10);
+	return read_stats(&s) ? (long)(s.metadata_bytes >> 10) : 0;
 }
 
 /* The same program with sampling off, in a child: its exit status. */
