@@ -145,6 +145,9 @@ static void start(void)
 	pthread_attr_t attr;
 	pthread_t t;
 	sigset_t all;
+	/* glibc mallocs the attribute's sigmask and the thread's TLS: ours */
+	int64_t mark[5];
+	ha_books_own_begin(mark);
 	int rc = pthread_attr_init(&attr);
 	if (rc == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -152,13 +155,11 @@ static void start(void)
 		/* born with every signal blocked; the caller's mask untouched */
 		sigfillset(&all);
 		rc = pthread_attr_setsigmask_np(&attr, &all);
-		int64_t mark[5];
-		ha_books_own_begin(mark);
 		if (rc == 0)
 			rc = pthread_create(&t, &attr, purge_main, NULL);
-		ha_books_own_end(mark);
 		pthread_attr_destroy(&attr);
 	}
+	ha_books_own_end(mark);
 	if (rc != 0)
 		failed_at = ha_now_ms();
 	__atomic_store_n(&state, rc == 0 ? RUNNING : FAILED, __ATOMIC_RELEASE);
