@@ -549,6 +549,12 @@ static void *move_out(void *p, size_t old, size_t len)
 	}
 	if (m == MAP_FAILED)
 		return NULL;
+	/* The range left behind reads zero on Linux, but an emulator may
+	 * drop it from its own map: qemu-user 7.2 then ignores MADV_DONTNEED
+	 * there, and pages release() marks clean keep their bytes.  Mapping
+	 * it afresh (the range is still ours: no race) makes it plain. */
+	ha_sys_mmap((void *)base, old, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 	void *g = ha_sys_mremap(m, old, len, MREMAP_MAYMOVE, NULL);
 	if (g == MAP_FAILED) {
 		/* put the pages back over the (empty) range they left */

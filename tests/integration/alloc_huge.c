@@ -7,6 +7,8 @@
  *     shrinks; the block it was next to is untouched;
  *   - calloc of a block carved from pages freed dirty reads zero, at every
  *     size, and blocks carved next to each other never overlap;
+ *   - so does calloc over the range a block moved out of, once it was
+ *     used, freed and trimmed (qemu-user ignored MADV_DONTNEED there);
  *   - 384 MiB of huge blocks freed and left alone: at most 256 MiB (the
  *     cache's cap) plus slack stays resident, without malloc_trim;
  *   - malloc_trim(0) then gives back every cached page: RSS within 16 MiB
@@ -69,6 +71,36 @@ static void grow_shrink(void)
 		have = steps[k];
 	}
 	free(a);
+}
+
+/* First, while the region is fresh: a lands at its start, b right after
+ * it, so a's growth moves out and the same-sized c and d are carved from
+ * the range a left. */
+static void moved_out_range(void)
+{
+	const size_t n = 4 * MiB;
+	char *a = malloc(n), *b = malloc(2 * MiB);
+	REQUIRE(a && b);
+	pat_fill(a, n, 5);
+	char *q = realloc(a, 40 * MiB);
+	REQUIRE(q != NULL);
+	CHECK_EQ(pat_check(q, n, 5), (size_t)-1);
+	char *c = malloc(n);
+	REQUIRE(c != NULL);
+	if (c != a)
+		fprintf(stderr, "note: c was not carved where a was (%p, %p)\n", (void *)c, (void *)a);
+	memset(c, 0x5a, n);
+	free(c);
+	malloc_trim(0);
+	char *d = calloc(1, n);
+	REQUIRE(d != NULL);
+	size_t bad = zero_check(d, n);
+	if (bad != (size_t)-1)
+		fprintf(stderr, "calloc(1, %zu) over a moved-out range: byte %zu not zero\n", n, bad);
+	CHECK_EQ(bad, (size_t)-1);
+	free(d);
+	free(q);
+	free(b);
 }
 
 static void calloc_reuse(void)
@@ -135,6 +167,7 @@ static void bounded_then_trimmed(void)
 
 int main(void)
 {
+	moved_out_range();
 	grow_shrink();
 	calloc_reuse();
 	bounded_then_trimmed();
