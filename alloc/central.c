@@ -330,11 +330,12 @@ static void span_unmap(ha_span *s, size_t bytes)
  * where blocks cross threads it shows: xmalloc-testN, one pass of 5
  * interleaved pairs, 0.31 of glibc's time with it, 0.43 without (spreads
  * 0.27-0.37 and 0.31-0.52). */
-static uint32_t span_color(const ha_span *s)
+static uint32_t span_color(const ha_span *s, unsigned cls)
 {
 	static uint32_t next;   /* a hint: racy increments are harmless */
 	uint32_t line = __atomic_fetch_add(&next, 7, __ATOMIC_RELAXED) & 63;
-	uint32_t k = (line * 64 + s->size - 1) / s->size;
+	uint32_t g = ha_class_line_group(cls), k = (line * 64 + s->size - 1) / s->size;
+	k = (k + g - 1) / g * g;    /* the start of a line group */
 	return k < s->nobj ? k : 0;
 }
 
@@ -348,7 +349,7 @@ static void span_set_class(ha_span *s, unsigned cls, size_t bytes)
 	s->ror = ha_class_ror[cls];
 	s->tl_key = ha_tl_key(cls);
 	s->plain_max = s->nobj;
-	s->color = span_color(s);
+	s->color = span_color(s, cls);
 }
 
 static ha_span *span_reuse(unsigned cls)
@@ -432,7 +433,8 @@ static void pool_drain(void)
 
 /* Take up to want blocks from c's spans into out[0 ..); returns how many.
  * A carved block is not touched: its pages fault in at the program's
- * first write. */
+ * first write.  Carving goes by whole line groups (the colour starts one),
+ * so two threads that carve one span never share a line pair. */
 static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **out)
 {
 	unsigned got = 0;
@@ -449,11 +451,20 @@ static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **
 			s->nfree--;
 			out[got++] = o;
 		}
-		while (got < want && s->carved < s->nobj) {
+		/* whole line groups, unless that would give nothing */
+		uint32_t n = want - got, g = ha_class_line_group(cls);
+		if (n >= g || got)
+			n -= n % g;
+		/* the colour's wrap to block 0 ends a group too */
+		uint32_t wrap = s->nobj - s->color;
+		if (n > (s->carved < wrap ? wrap : s->nobj) - s->carved)
+			n = (s->carved < wrap ? wrap : s->nobj) - s->carved;
+		for (uint32_t end = s->carved + n; s->carved < end; s->carved++) {
 			uint32_t k = s->carved + s->color;   /* in turn from the colour on */
 			out[got++] = (void *)(s->base + (uintptr_t)(k < s->nobj ? k : k - s->nobj) * size);
-			s->carved++;
 		}
+		if (got < want && s->carved < s->nobj && !s->freelist)
+			break;       /* the rest of a group: left for this span */
 		if (!s->freelist && s->carved == s->nobj)
 			list_remove(c, s);
 	}

@@ -57,6 +57,7 @@ void ha_alloc_stats(heapalloc_stats *out)
 {
 	uint64_t hb, hbytes, hcached, tcb;
 	ha_ensure_init();
+	ha_books_publish(&ha_tc, 1);   /* the caller's own cache, exact */
 	out->mallocs = __atomic_load_n(&ha_slow_allocs.v, __ATOMIC_RELAXED);
 	ha_central_stats(&out->small_spans, &out->small_span_bytes, &out->small_free_bytes);
 	out->thread_caches = ha_tcache_count(&tcb);

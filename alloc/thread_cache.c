@@ -12,7 +12,8 @@
  *             and at most HA_MOVE_BATCHES, under one lock hold;
  *   overflow  a stack fuller than its max gives back as many from its top
  *             (whole batches, or what it holds below one);
- *   slow start  max starts at 0, a class's first refill sets it to 1 and
+ *   slow start  max starts at 0, a class's first refill sets it to one
+ *             line group (ha_class_line_group: 1 block from 128 B on) and
  *             each refill or overflow doubles it up to 4 batches (64 KiB),
  *             so a thread that allocates little — above all one whose
  *             first allocation comes in the last round of TSD destructors,
@@ -20,7 +21,8 @@
  *             blocks, and one that exits soon (threads retired and
  *             replaced) hands few back to their spans one by one;
  *   first free  of a class the thread has not allocated from yet (max 0)
- *             sends the block to its span and sets max to 4, so that the
+ *             sends the block to its span and sets max to 4 (or two line
+ *             groups, if more: carving takes whole ones), so that the
  *             first refill leaves it last: a block of another thread's,
  *             reused at once here, would share cache lines with the blocks
  *             that thread writes;
@@ -356,7 +358,7 @@ void *ha_tcache_refill(uintptr_t key, size_t n)
 	}
 	scavenge_if_idle(tc, cls);
 	if (tc->max[cls] == 0)
-		set_max(tc, cls, 1);
+		set_max(tc, cls, ha_class_line_group(cls));
 	unsigned want = tc->max[cls] < ha_class_batch[cls] ? tc->max[cls] : move_objs(tc, cls);
 	void **lo = ha_tl_lo(tc, cls);       /* the stack is empty: top == lo */
 	unsigned got = ha_central_fetch(cls, want, lo);
@@ -458,7 +460,8 @@ void ha_tcache_overflow(void *p, uintptr_t key)
 		 * refill takes a few more: the block, first on its span's
 		 * free list, ends up last in this stack. */
 		give_back(l, cls, ha_tl_len(tc, cls), 1);
-		set_max(tc, cls, ha_class_batch[cls] < 4 ? ha_class_batch[cls] : 4);
+		uint32_t first = 2 * ha_class_line_group(cls) > 4 ? 2 * ha_class_line_group(cls) : 4;
+		set_max(tc, cls, batch < first ? batch : first);
 	} else {
 		if (tc->max[cls] < list_cap(cls)) {
 			grow(tc, cls);         /* slow start: keep more before giving back */
