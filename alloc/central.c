@@ -451,19 +451,19 @@ static unsigned take_from_spans(central *c, unsigned cls, unsigned want, void **
 			s->nfree--;
 			out[got++] = o;
 		}
-		/* whole line groups, unless that would give nothing */
+		/* whole line groups, unless that would give nothing; the
+		 * colour's wrap to block 0 ends a group too */
 		uint32_t n = want - got, g = ha_class_line_group(cls);
+		uint32_t wrap = s->nobj - s->color, stop = s->carved < wrap ? wrap : s->nobj;
 		if (n >= g || got)
 			n -= n % g;
-		/* the colour's wrap to block 0 ends a group too */
-		uint32_t wrap = s->nobj - s->color;
-		if (n > (s->carved < wrap ? wrap : s->nobj) - s->carved)
-			n = (s->carved < wrap ? wrap : s->nobj) - s->carved;
+		if (n > stop - s->carved)
+			n = stop - s->carved;
 		for (uint32_t end = s->carved + n; s->carved < end; s->carved++) {
 			uint32_t k = s->carved + s->color;   /* in turn from the colour on */
 			out[got++] = (void *)(s->base + (uintptr_t)(k < s->nobj ? k : k - s->nobj) * size);
 		}
-		if (got < want && s->carved < s->nobj && !s->freelist)
+		if (got < want && s->carved < s->nobj)
 			break;       /* the rest of a group: left for this span */
 		if (!s->freelist && s->carved == s->nobj)
 			list_remove(c, s);

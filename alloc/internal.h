@@ -84,8 +84,7 @@ extern uint32_t ha_class_batch[HA_NCLASSES];   /* objects moved per transfer */
  * 48 B, 4 of 32 B, 2 of 64 B, 1 from 128 B on; a pair, because x86's
  * adjacent-line prefetcher moves lines in pairs): carving and slow start
  * move blocks in such groups, so that no pair holds blocks of two threads
- * that write them (false sharing: glibc-thread's two threads ran at 0.65x
- * of one thread's rate twice over). */
+ * that write them (false sharing). */
 static inline uint32_t ha_class_line_group(unsigned cls)
 {
 	unsigned z = (unsigned)__builtin_ctz(ha_class_size[cls]);

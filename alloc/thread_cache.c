@@ -460,7 +460,8 @@ void ha_tcache_overflow(void *p, uintptr_t key)
 		 * refill takes a few more: the block, first on its span's
 		 * free list, ends up last in this stack. */
 		give_back(l, cls, ha_tl_len(tc, cls), 1);
-		uint32_t first = 2 * ha_class_line_group(cls) > 4 ? 2 * ha_class_line_group(cls) : 4;
+		uint32_t first = 2 * ha_class_line_group(cls);
+		first = first > 4 ? first : 4;
 		set_max(tc, cls, batch < first ? batch : first);
 	} else {
 		if (tc->max[cls] < list_cap(cls)) {
