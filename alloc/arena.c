@@ -555,6 +555,18 @@ uint64_t ha_arena_cache_resident(void)
 	return b;
 }
 
+void ha_arena_free_ranges(ha_free_range_fn *add, void *ctx)
+{
+	ha_lock(&large_lock);
+	for (unsigned i = 0; i < LBINS; i++) {
+		for (ha_hot_entry *e = lhot_lists[i].head; e; e = e->next)
+			add(ctx, rec_of(e)->base, rec_of(e)->base + rec_of(e)->bytes);
+		for (const lrec *r = lbin[i].cold; r; r = r->next)
+			add(ctx, r->base, r->base + r->bytes);
+	}
+	ha_unlock(&large_lock);
+}
+
 void ha_arena_cache_bytes(uint64_t *hot, uint64_t *cold)
 {
 	*hot = __atomic_load_n(&lhot_bytes, __ATOMIC_RELAXED);

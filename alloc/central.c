@@ -733,6 +733,37 @@ void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_byte
 	*free_bytes = f;
 }
 
+void ha_central_free_ranges(ha_free_range_fn *add, void *ctx)
+{
+	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
+		central *c = &centrals[cls];
+		uintptr_t size = ha_class_size[cls];
+		ha_lock(&c->lock);
+		for (unsigned i = 0; i < c->nx; i++)
+			add(ctx, (uintptr_t)c->xa[i], (uintptr_t)c->xa[i] + size);
+		for (const ha_span *s = c->partial; s; s = s->next) {
+			for (void *o = s->freelist; o; o = *(void **)o)
+				add(ctx, (uintptr_t)o, (uintptr_t)o + size);
+			/* uncarved: blocks color + carved .. color + nobj, mod nobj */
+			uint32_t a = s->color + s->carved, e = s->color + s->nobj;
+			if (a < s->nobj)
+				add(ctx, s->base + a * size, s->base + s->nobj * size);
+			if (e > s->nobj && a < e)
+				add(ctx, s->base + (a > s->nobj ? a - s->nobj : 0) * size,
+				    s->base + (e - s->nobj) * size);
+		}
+		ha_unlock(&c->lock);
+	}
+	ha_lock(&rec_lock);
+	for (unsigned i = 0; i < POOL_SIZES && pool[i].bytes; i++) {
+		for (ha_hot_entry *e = pool_lists[i].head; e; e = e->next)
+			add(ctx, span_of(e)->base, span_of(e)->base + pool[i].bytes);
+		for (uint32_t k = 0; k < pool[i].ncold; k++)
+			add(ctx, pool[i].cold[k], pool[i].cold[k] + pool[i].bytes);
+	}
+	ha_unlock(&rec_lock);
+}
+
 void ha_central_prefork(void)
 {
 	for (unsigned c = 0; c < HA_NCLASSES; c++)

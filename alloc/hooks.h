@@ -30,8 +30,8 @@
  * ha_alloc_books_layout, and ha_books_of, their formula over the parts
  * that layout names), read-only statistics (ha_alloc_stats,
  * ha_alloc_view_read, ha_alloc_resident_read, ha_alloc_arena_ranges,
- * ha_alloc_threads) and raw memory (ha_raw_malloc, ha_raw_calloc,
- * ha_raw_free); besides these it includes only alloc/base.h, debug.h,
+ * ha_alloc_threads, ha_alloc_free_ranges with its ha_free_range_fn) and
+ * raw memory (ha_raw_malloc, ha_raw_calloc, ha_raw_free); besides these it includes only alloc/base.h, debug.h,
  * env.h (the variables' grammar), lock.h, log.h and sys.h, never alloc/internal.h (tests/unit/layering.sh checks
  * that this summary names every call declared below).  The profiler must not
  * call the public malloc while it holds one of its own locks: it uses
@@ -134,6 +134,15 @@ void ha_alloc_resident_read(ha_alloc_resident *r);
  * blocks, raw memory, the freed pages it keeps, its headers, its reserve);
  * how many there are. */
 unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap);
+/* The free memory the allocator holds, range by range [lo, hi): this
+ * thread's cache, the transfer arrays, the spans' free and uncarved blocks,
+ * the span pool, the large cache.  A leak scan reads none of it as a root:
+ * a free block keeps the stale pointers of its last use (or of mimalloc's
+ * free lists).  Other threads' caches are not given: read while their
+ * threads run, a block one of them has just taken would pass for free.
+ * add is called with allocator locks held: it must not allocate or lock. */
+typedef void ha_free_range_fn(void *ctx, uintptr_t lo, uintptr_t hi);
+void ha_alloc_free_ranges(ha_free_range_fn *add, void *ctx);
 /* on: every thread's slow frees call ha_prof_turn first, until off. */
 void ha_alloc_watch_frees(int on);
 /* Threads with a live cache (racy: a thread may be exiting). */

@@ -300,6 +300,7 @@ uint64_t *ha_arena_large_req(void *p);        /* header word: req | flags<<62 */
 int ha_arena_is_large(const void *p);         /* header magic intact */
 void ha_arena_trim(void);                     /* mimalloc collects */
 void ha_arena_collect(void);                  /* ... and cold large blocks go back */
+void ha_arena_free_ranges(ha_free_range_fn *add, void *ctx);  /* the large cache's blocks */
 void ha_arena_decommit_now(int on);           /* mimalloc decommits freed pages at once */
 void ha_arena_stats(uint64_t *blocks, uint64_t *bytes);
 uint64_t ha_arena_committed(void);
@@ -353,6 +354,8 @@ void ha_central_trim(void);
 void ha_central_release_all(void);      /* trim + cold spans' address space */
 void ha_central_thread_exited(void);   /* drains transfer arrays past 1 MiB */
 void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_bytes);
+/* Free blocks of every class and the span pool's spans (ha_alloc_free_ranges). */
+void ha_central_free_ranges(ha_free_range_fn *add, void *ctx);
 /* The free-span pool's bytes: hot (resident) and cold (given back,
  * address space kept); racy reads. */
 void ha_central_pool_bytes(uint64_t *hot, uint64_t *cold);
@@ -548,6 +551,7 @@ ha_tcache *ha_tcache_attach(void);                   /* register this thread */
  * p first, as free's fast path holds it in the first argument's register */
 void ha_tcache_overflow(void *p, uintptr_t key);
 void ha_tcache_flush_self(void);
+void ha_tcache_free_ranges(ha_free_range_fn *add, void *ctx);   /* this thread's cached blocks */
 void ha_tcache_thread_exit(void *arg);
 uint64_t ha_tcache_count(uint64_t *bytes);
 unsigned ha_tcache_live(void);     /* threads attached and not exited (racy) */

@@ -1,6 +1,7 @@
 /* alloc/stats.c — the statistics and tuning calls of the malloc family:
  * malloc_trim, mallopt, mallinfo, mallinfo2, malloc_stats, and the
- * allocator's half of heapalloc_get_stats.
+ * allocator's half of heapalloc_get_stats, and the read-only views the
+ * profiler takes (alloc/hooks.h).
  */
 #include "config.h"
 #include "alloc/internal.h"
@@ -140,4 +141,11 @@ void ha_alloc_resident_read(ha_alloc_resident *r)
 unsigned ha_alloc_threads(void)
 {
 	return ha_tcache_live();
+}
+
+void ha_alloc_free_ranges(ha_free_range_fn *add, void *ctx)
+{
+	ha_tcache_free_ranges(add, ctx);
+	ha_central_free_ranges(add, ctx);
+	ha_arena_free_ranges(add, ctx);
 }

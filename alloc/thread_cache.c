@@ -495,6 +495,19 @@ void ha_tcache_flush_self(void)
 		flush_all(&ha_tc);
 }
 
+void ha_tcache_free_ranges(ha_free_range_fn *add, void *ctx)
+{
+	const ha_tcache *tc = &ha_tc;
+	if (tc->state != 1)
+		return;
+	FOR_TOUCHED(tc, c) {
+		void *const *lo = ha_tl_lo(tc, c);
+		uint32_t n = ha_tl_len(tc, c), size = ha_class_size[c];
+		for (uint32_t i = 0; i < n; i++)
+			add(ctx, (uintptr_t)lo[i], (uintptr_t)lo[i] + size);
+	}
+}
+
 void ha_tcache_thread_exit(void *arg)
 {
 	ha_tcache *tc = &ha_tc;

@@ -32,7 +32,8 @@ typedef struct ha_leak_scan {
 	int blocked;              /* also the SP of each thread blocked in a system call */
 	ha_leak_range *skips;     /* never read: the allocator's own records (their
 				   * stale slots hold handed-out blocks' addresses),
-				   * the in-process caller's own memory; sorted and
+				   * the in-process caller's own memory and the
+				   * allocator's free memory; sorted and
 				   * merged in place by ha_leak_run */
 	size_t nskips;
 	uint64_t bytes;           /* out: bytes read */

@@ -5,7 +5,8 @@
  * PID` runs from outside) over this process's own /proc/self/mem: the
  * candidates are the live samples (object_map.c), copied into one private
  * mapping that the scan skips (it is the only copy of their addresses), as
- * it skips the allocator's records (ha_meta_ranges);
+ * it skips the allocator's records (ha_meta_ranges) and the free memory it
+ * holds (ha_alloc_free_ranges: a free block's stale words are no root);
  * this thread's stack is read from here up, other threads' from their
  * stack pointer when they are blocked in a system call.  Reports the
  * unreferenced ones per site on stderr (pprof's unsampled estimate of the
@@ -92,6 +93,25 @@ static int report(const ha_leak_block *b, const uint32_t *idx, size_t n, uint64_
 	return ns > 0;
 }
 
+/* Collects ha_alloc_free_ranges into room for cap ranges (counts alone
+ * when r is NULL), a range that continues the last one joining it.  What
+ * does not fit is read: a leak may then be missed, never invented. */
+typedef struct frees {
+	ha_leak_range *r;
+	size_t n, cap;
+} frees;
+
+static void add_free(void *ctx, uintptr_t lo, uintptr_t hi)
+{
+	frees *f = ctx;
+	if (!f->r)
+		f->n++;
+	else if (f->n && f->r[f->n - 1].hi == lo)
+		f->r[f->n - 1].hi = hi;
+	else if (f->n < f->cap)
+		f->r[f->n++] = (ha_leak_range){ lo, hi };
+}
+
 void ha_leaks_at_exit(void)
 {
 	if (!ha_prof_opt.leaks)
@@ -106,9 +126,12 @@ void ha_leaks_at_exit(void)
 	uint64_t objs, mem;
 	ha_objmap_stats(&objs, &mem);
 	size_t cap = (size_t)objs + objs / 8 + 64;
+	frees fr = { NULL, 0, 0 };
+	ha_alloc_free_ranges(add_free, &fr);
+	fr.cap = fr.n + fr.n / 4 + 256;   /* other threads go on freeing */
 	size_t sz = cap * (sizeof(ha_leak_block) + sizeof(uint32_t) * 2 + sizeof(ha_line) +
 			   sizeof(site)) + HA_LEAK_CHUNK + 64 +
-		    (HA_META_RANGES + 1) * sizeof(ha_leak_range);
+		    (HA_META_RANGES + 1 + fr.cap) * sizeof(ha_leak_range);
 	sz = (sz + 4095) & ~(size_t)4095;
 	unsigned char *m = ha_sys_mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 				      -1, 0);
@@ -124,7 +147,7 @@ void ha_leaks_at_exit(void)
 		/* sites: one per bucket at most, fewer than cap */
 		site *sites = (site *)(lines + cap);
 		ha_leak_range *skips = (ha_leak_range *)(sites + cap);
-		unsigned char *chunk = (unsigned char *)(skips + HA_META_RANGES + 1);
+		unsigned char *chunk = (unsigned char *)(skips + HA_META_RANGES + 1 + fr.cap);
 		size_t n = ha_objmap_blocks(b, idx, cap);
 		if (n > cap)
 			n = cap;
@@ -133,6 +156,9 @@ void ha_leaks_at_exit(void)
 		for (size_t i = 0; i < ns; i++)
 			skips[i] = (ha_leak_range){ ha_meta_ranges[i].lo, ha_meta_ranges[i].hi };
 		skips[ns++] = (ha_leak_range){ (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)m + sz };
+		fr = (frees){ skips + ns, 0, fr.cap };
+		ha_alloc_free_ranges(add_free, &fr);
+		ns += fr.n;
 		uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
 		ha_leak_scan s = { b, n, work, chunk, NULL, 0, &sp, 1, 1, skips, ns, 0 };
 		if (ha_leak_run(&s, (int)getpid(), fd) != 0)

@@ -10,8 +10,9 @@
  * inside a candidate mark it: interior pointers count.  Bytes inside a
  * candidate count only once that candidate is marked (then its contents
  * are read in turn), so a leaked cycle stays leaked.  Memory outside the
- * candidates (unsampled blocks, freed ones) counts as reachable: a leak
- * held only there is missed, never a reachable block reported.  A thread's
+ * candidates (unsampled blocks, freed ones) counts as reachable unless the
+ * caller skips it (at exit: the allocator's free memory): a leak held only
+ * there is missed, never a reachable block reported.  A thread's
  * stack is read from its stack pointer up when that is known (given, or
  * from /proc/PID/task/TID/syscall for a thread blocked in a system call):
  * the frames below it are dead and hold stale pointers.  The caller's skip

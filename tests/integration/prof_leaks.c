@@ -14,6 +14,13 @@
  *                (every allocation sampled, HEAP_PROFILE_SAMPLE_INTERVAL=1,
  *                a sample has no header: the allocator's popped stack
  *                slots hold the very addresses the scan looks for)
+ * With a second argument "freed", also (at exit: the scan there knows
+ * which memory the allocator holds free):
+ *   freed_site   2 blocks of 2000 bytes whose only pointers were left in
+ *                48-byte blocks since freed (now in this thread's
+ *                cache)                                         leaked
+ *                (not of stdio's 4096-byte buffers' class: a FILE's
+ *                buffer end points at the block after its buffer)
  * Writes "ready" to argv[1] and waits for stdin's end, then prints "done"
  * and exits 0 (the scan must not change either).
  */
@@ -92,6 +99,18 @@ __attribute__((noinline)) static void last_site(void)
 	sink = NULL;
 }
 
+/* A 48-byte block holds a new block's only pointer and is freed: free
+ * leaves its bytes as they were (two at once: the second malloc(48) would
+ * take the first back). */
+__attribute__((noinline)) static void freed_site(void)
+{
+	void **h = malloc(48), **g = malloc(48);
+	h[0] = memset(malloc(2000), 0x5a, 2000);
+	g[0] = memset(malloc(2000), 0x5a, 2000);
+	free(h);
+	free(g);
+}
+
 /* Zero the dead frames below main's: the sites' malloc calls (the sample
  * path runs deep) leave the blocks' addresses there, and the at-exit scan
  * reads the frames the exit path builds over them, which need not write
@@ -123,8 +142,8 @@ static void *holder(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: prof_leaks READY\n");
+	if (argc != 2 && !(argc == 3 && !strcmp(argv[2], "freed"))) {
+		fprintf(stderr, "usage: prof_leaks READY [freed]\n");
 		return 2;
 	}
 	if (pipe(pipefd) != 0)
@@ -139,6 +158,8 @@ int main(int argc, char **argv)
 	packed_site();
 	chain_site();
 	last_site();
+	if (argc == 3)
+		freed_site();
 	scrub_stack();
 	FILE *r = fopen(argv[1], "w");
 	if (!r || fputs("ready\n", r) < 0 || fclose(r) != 0)

@@ -50,6 +50,10 @@ unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap)
 	return 0;
 }
 
+void ha_alloc_free_ranges(ha_free_range_fn *add, void *ctx)
+{
+}
+
 void ha_alloc_watch_frees(int on)
 {
 }
