@@ -117,7 +117,10 @@ void ha_meta_postfork(int child);
 /* ---- span (central.c owns the lists; arena.c the memory) --------------- */
 typedef struct ha_span {
 	/* free's fast path reads the first 36 bytes only (records are
-	 * 64-aligned: one cache line) */
+	 * 64-aligned: one cache line), which nothing writes while the span
+	 * serves its class: what the central cache changes at every carve
+	 * or return (nfree, carved, freelist) sits on the second line, so
+	 * that a free on another core keeps its copy */
 	uintptr_t base;          /* first object */
 	uint64_t inv;            /* ha_class_inv[cls]: ha_plain_start */
 	uint64_t plain_max;      /* objects free's fast path accepts: nobj, or 0
@@ -129,7 +132,7 @@ typedef struct ha_span {
 	uint64_t magic;          /* ha_class_magic[cls]: ha_block_of */
 	uint32_t nobj;           /* objects the span holds */
 	uint32_t size;           /* ha_class_size[cls] */
-	uint32_t nfree;          /* objects on span->freelist */
+	uint32_t nfree __attribute__((aligned(64)));   /* objects on span->freelist */
 	uint32_t carved;         /* objects handed out by bump so far */
 	void *freelist;          /* objects returned to this span */
 	union {
