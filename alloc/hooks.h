@@ -140,7 +140,9 @@ unsigned ha_alloc_arena_ranges(uintptr_t (*out)[2], unsigned cap);
  * a free block keeps the stale pointers of its last use (or of mimalloc's
  * free lists).  Other threads' caches are not given: read while their
  * threads run, a block one of them has just taken would pass for free.
- * add is called with allocator locks held: it must not allocate or lock. */
+ * Nothing from a thread that holds an allocator lock (an exit from a
+ * signal handler).  add is called with allocator locks held: it must not
+ * allocate or lock. */
 typedef void ha_free_range_fn(void *ctx, uintptr_t lo, uintptr_t hi);
 void ha_alloc_free_ranges(ha_free_range_fn *add, void *ctx);
 /* on: every thread's slow frees call ha_prof_turn first, until off. */

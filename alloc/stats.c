@@ -145,6 +145,8 @@ unsigned ha_alloc_threads(void)
 
 void ha_alloc_free_ranges(ha_free_range_fn *add, void *ctx)
 {
+	if (ha_locks_held)   /* exit from a handler that interrupted us: wait for nothing */
+		return;
 	ha_tcache_free_ranges(add, ctx);
 	ha_central_free_ranges(add, ctx);
 	ha_arena_free_ranges(add, ctx);
