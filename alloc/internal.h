@@ -117,10 +117,10 @@ void ha_meta_postfork(int child);
 /* ---- span (central.c owns the lists; arena.c the memory) --------------- */
 typedef struct ha_span {
 	/* free's fast path reads the first 36 bytes only (records are
-	 * 64-aligned: one cache line), which nothing writes while the span
-	 * serves its class: what the central cache changes at every carve
-	 * or return (nfree, carved, freelist) sits on the second line, so
-	 * that a free on another core keeps its copy */
+	 * 64-aligned: one cache line), written only when the span is set up
+	 * or marked: what the central cache changes at every carve or
+	 * return (nfree, carved, freelist) sits on the second line, so that
+	 * a free on another core keeps its copy */
 	uintptr_t base;          /* first object */
 	uint64_t inv;            /* ha_class_inv[cls]: ha_plain_start */
 	uint64_t plain_max;      /* objects free's fast path accepts: nobj, or 0
