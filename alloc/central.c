@@ -53,7 +53,7 @@ static ha_counter transfer;        /* bytes in all transfer caches (atomic) */
 #define transfer_bytes (transfer.v)
 
 typedef struct central {
-	ha_plock lock;           /* spins, then sleeps: held for a memcpy */
+	pthread_mutex_t lock;
 	unsigned nx;             /* blocks in xa */
 	unsigned xcap;           /* xa's capacity, 0 until made */
 	void **xa;               /* the transfer array (meta memory) */
@@ -86,6 +86,17 @@ static ha_hot_cache pool_hot = {
 #define hot_bytes (pool_hot.hot)
 static uint32_t pool_used_at;     /* ms clock of the last take or busy put */
 static uint64_t live_bytes;       /* bytes of spans held by size classes (atomic) */
+
+void ha_central_init(void)
+{
+	/* zeroed bss already is the initializer on glibc: even reading the
+	 * centrals (9 KiB) would make them resident in every process */
+	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, zero;
+	if (memcmp(&fresh, &zero, sizeof zero) == 0)
+		return;
+	for (unsigned c = 0; c < HA_NCLASSES; c++)
+		pthread_mutex_init(&centrals[c].lock, NULL);
+}
 
 #define rec_get ha_spanrec_get
 #define rec_put ha_spanrec_put
@@ -466,7 +477,7 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **out)
 	central *c = &centrals[cls];
 	unsigned got = 0;
 	uint32_t now = ha_now_ms();
-	ha_plock_lock(&c->lock);
+	ha_lock(&c->lock);
 	c->used_at = now;
 	if (c->nx) {
 		/* the most recently given back first: the likeliest cached */
@@ -475,16 +486,16 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **out)
 		memcpy(out, c->xa + c->nx, got * sizeof(void *));
 		c->free_objs -= got;
 		__atomic_fetch_sub(&transfer_bytes, (uint64_t)got * ha_class_size[cls], __ATOMIC_RELAXED);
-		ha_plock_unlock(&c->lock);
+		ha_unlock(&c->lock);
 		return got;
 	}
 	for (;;) {
 		got += take_from_spans(c, cls, want - got, out + got);
 		if (got == want || got > 0)
 			break;
-		ha_plock_unlock(&c->lock);
+		ha_unlock(&c->lock);
 		ha_span *s = span_new(cls);
-		ha_plock_lock(&c->lock);
+		ha_lock(&c->lock);
 		if (!s)
 			break;
 		c->nspans++;
@@ -492,7 +503,7 @@ unsigned ha_central_fetch(unsigned cls, unsigned want, void **out)
 		__atomic_fetch_add(&live_bytes, ha_class_span_bytes[cls], __ATOMIC_RELAXED);
 		list_push(c, s);
 	}
-	ha_plock_unlock(&c->lock);
+	ha_unlock(&c->lock);
 	ha_purge_tick(now);   /* a program that only allocates now */
 	return got;
 }
@@ -575,7 +586,7 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	 * comes back at its free */
 	uint64_t held = __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED);
 	uint64_t limit = to_spans ? 0 : ha_keep_cap(held, HA_TRANSFER_MAX);
-	ha_plock_lock(&c->lock);
+	ha_lock(&c->lock);
 	if (to_spans != HA_TO_SPANS_IDLE)   /* a scavenged cache's blocks are no use */
 		c->used_at = now;
 	if (!to_spans) {
@@ -613,7 +624,7 @@ void ha_central_release(unsigned cls, void *const *objs, unsigned n, int to_span
 	 * block ends up first on its span's free list */
 	for (unsigned j = n; j-- > i;)
 		to_span(c, objs[j], &dead, to_spans != HA_TO_SPANS_IDLE);
-	ha_plock_unlock(&c->lock);
+	ha_unlock(&c->lock);
 	release_dead(dead, to_spans == HA_TO_SPANS_IDLE);
 	/* cached past the floor: the opt-in purge thread (if enabled) runs,
 	 * as the span pool's puts start it */
@@ -627,7 +638,7 @@ static void drain_class(unsigned cls, int all_empty, int idle)
 {
 	central *c = &centrals[cls];
 	ha_span *dead = NULL;
-	ha_plock_lock(&c->lock);
+	ha_lock(&c->lock);
 	__atomic_fetch_sub(&transfer_bytes, (uint64_t)c->nx * ha_class_size[cls], __ATOMIC_RELAXED);
 	c->free_objs -= c->nx;      /* to_span counts them back */
 	while (c->nx)
@@ -648,7 +659,7 @@ static void drain_class(unsigned cls, int all_empty, int idle)
 			dead = s;
 		}
 	}
-	ha_plock_unlock(&c->lock);
+	ha_unlock(&c->lock);
 	release_dead(dead, idle);
 }
 
@@ -711,11 +722,11 @@ void ha_central_stats(uint64_t *spans, uint64_t *span_bytes, uint64_t *free_byte
 	uint64_t n = 0, b = 0, f = 0;
 	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
 		central *c = &centrals[cls];
-		ha_plock_lock(&c->lock);
+		ha_lock(&c->lock);
 		n += c->nspans;
 		b += c->nspans * ha_class_span_bytes[cls];
 		f += c->free_objs * ha_class_size[cls];
-		ha_plock_unlock(&c->lock);
+		ha_unlock(&c->lock);
 	}
 	*spans = n;
 	*span_bytes = b;
@@ -727,7 +738,7 @@ void ha_central_free_ranges(ha_free_range_fn *add, void *ctx)
 	for (unsigned cls = 1; cls < HA_NCLASSES; cls++) {
 		central *c = &centrals[cls];
 		uintptr_t size = ha_class_size[cls];
-		ha_plock_lock(&c->lock);
+		ha_lock(&c->lock);
 		for (unsigned i = 0; i < c->nx; i++)
 			add(ctx, (uintptr_t)c->xa[i], (uintptr_t)c->xa[i] + size);
 		for (const ha_span *s = c->partial; s; s = s->next) {
@@ -741,7 +752,7 @@ void ha_central_free_ranges(ha_free_range_fn *add, void *ctx)
 				add(ctx, s->base + (a > s->nobj ? a - s->nobj : 0) * size,
 				    s->base + (e - s->nobj) * size);
 		}
-		ha_plock_unlock(&c->lock);
+		ha_unlock(&c->lock);
 	}
 	ha_lock(&rec_lock);
 	for (unsigned i = 0; i < POOL_SIZES && pool[i].bytes; i++) {
@@ -756,7 +767,7 @@ void ha_central_free_ranges(ha_free_range_fn *add, void *ctx)
 void ha_central_prefork(void)
 {
 	for (unsigned c = 0; c < HA_NCLASSES; c++)
-		ha_plock_lock(&centrals[c].lock);
+		ha_lock(&centrals[c].lock);
 	ha_lock(&rec_lock);
 }
 
@@ -765,11 +776,11 @@ void ha_central_postfork(int child)
 	if (child) {
 		pthread_mutex_init(&rec_lock, NULL);
 		for (unsigned c = 0; c < HA_NCLASSES; c++)
-			ha_plock_init(&centrals[c].lock);
+			pthread_mutex_init(&centrals[c].lock, NULL);
 	} else {
 		ha_unlock(&rec_lock);
 		for (unsigned c = 0; c < HA_NCLASSES; c++)
-			ha_plock_unlock(&centrals[c].lock);
+			ha_unlock(&centrals[c].lock);
 	}
 }
 

@@ -137,6 +137,7 @@ void ha_init_slow(void)
 		ha_pagemap_init();
 		ha_hdr_secret = header_secret();
 		ha_arena_init();
+		ha_central_init();
 		if (pthread_key_create(&ha_thread_key, ha_tcache_thread_exit) != 0)
 			ha_fatal("cannot create the thread-exit key", NULL);
 		__atomic_store_n(&ha_ready, 1, __ATOMIC_RELEASE);

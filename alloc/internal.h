@@ -364,6 +364,7 @@ void ha_central_free_ranges(ha_free_range_fn *add, void *ctx);
 void ha_central_pool_bytes(uint64_t *hot, uint64_t *cold);
 void ha_central_prefork(void);
 void ha_central_postfork(int child);
+void ha_central_init(void);
 
 /* ---- thread_cache.c ------------------------------------------------------ */
 /* A thread's free stack of one class: an array of block pointers in the
