@@ -34,10 +34,11 @@
  * raw memory (ha_raw_malloc, ha_raw_calloc, ha_raw_free); besides these
  * it includes only alloc/base.h, debug.h, env.h (the variables' grammar),
  * lock.h, log.h and sys.h, never alloc/internal.h (tests/unit/layering.sh
- * checks that this summary names every call declared below).  The profiler must not
- * call the public malloc while it holds one of its own locks: it uses
- * ha_raw_malloc/ha_raw_free.  tests/unit/prof_none.c is a profiler that does
- * nothing, so that the allocator links and is tested alone.
+ * checks that this summary names every call declared below).  The
+ * profiler must not call the public malloc while it holds one of its own
+ * locks: it uses ha_raw_malloc/ha_raw_free.  tests/unit/prof_none.c is a
+ * profiler that does nothing, so that the allocator links and is tested
+ * alone.
  */
 #ifndef HA_ALLOC_HOOKS_H
 #define HA_ALLOC_HOOKS_H
