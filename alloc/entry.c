@@ -14,10 +14,12 @@
  * free(p), p a small block: 25 instructions: the page map (two dependent
  *   loads and an add, no branch: a page without a span reads class 0, which
  *   no pointer passes) gives p's page's class and its span's first object,
- *   and the span record is not read; with the class's table (ha_pm.cl) a
+ *   and the span record is not read; with the class's row (ha_pm.cl) a
  *   multiply, a rotate and a compare check that p is a block's start, a
  *   compare against the stack's top (a block freed twice in a row), a push
- *   onto the class's stack; the block's memory is not written.
+ *   onto the class's stack; the block's memory is not written.  The class
+ *   comes as an offset that addresses both its row and its list, so the
+ *   list's address is known one load after the map's.
  * C++: operator new and new[] (without alignment) are malloc's path inlined
  *   (19 too); operator delete and delete[], sized or not, are free itself.
  *
@@ -95,29 +97,46 @@ static inline void *alloc_fast(size_t n)
 static inline void free_fast(void *p)
 {
 	intptr_t i = ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT);
-	uintptr_t c;
+	uintptr_t k;   /* p's class << HA_TL_SHIFT: its list's key less the cache's */
 	uint32_t d = (uint32_t)(uintptr_t)p;
-#if defined(__x86_64__)
-	/* both fields straight from the map: the compiler otherwise puts the
-	 * entry's address in a register first, one instruction more (and a
-	 * 32-bit load zero-extends c, which it does not know either) */
-	__asm__("movl %c[ent]+4(%[pm],%[i],8), %k[c]\n\t"
-		"subl %c[ent](%[pm],%[i],8), %[d]"
-		: [c] "=&r"(c), [d] "+r"(d)
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	/* all from &ha_pm and k: the compiler otherwise puts the entry's and
+	 * the row's addresses in registers first, an instruction more each */
+	int odd;
+	__asm__("movl %c[ent]+4(%[pm],%[i],8), %k[k]\n\t"
+		"subl %c[ent](%[pm],%[i],8), %[d]\n\t"
+		"imull %c[inv](%[pm],%[k]), %[d]\n\t"
+		"movl %c[ror](%[pm],%[k]), %%ecx\n\t"
+		"rorl %%cl, %[d]\n\t"
+		"cmpl %c[lim](%[pm],%[k]), %[d]"
+		: [k] "=&r"(k), [d] "+r"(d), "=@ccae"(odd)
 		: [pm] "r"(&ha_pm), [i] "r"(i), [ent] "i"(offsetof(ha_pagemap, none.ent)),
-		  "m"(*ha_pagemap_ent(i)));
-#else
-	c = ha_pagemap_ent(i)->cls;
-	d -= ha_pagemap_ent(i)->base_lo;
-#endif
-	uint32_t q = d * ha_pm.cl.inv[c];
-	uint32_t r = ha_pm.cl.ror[c];
-	q = (q >> r) | (q << (-r & 31));
-	if (HA_UNLIKELY(q >= ha_pm.cl.lim[c])) {
+		  [inv] "i"(offsetof(ha_pagemap, cl[0].inv)),
+		  [ror] "i"(offsetof(ha_pagemap, cl[0].ror)),
+		  [lim] "i"(offsetof(ha_pagemap, cl[0].lim)),
+		  "m"(*ha_pagemap_ent(i)), "m"(ha_pm.cl)
+		: "ecx");
+	if (HA_UNLIKELY(odd)) {
 		free_odd(p);
 		return;
 	}
-	ha_push_at(ha_pm.cl.key[c], p);
+#else
+	k = ha_pagemap_ent(i)->coff;
+	d -= ha_pagemap_ent(i)->base_lo;
+	const ha_pmclass *cl = (const ha_pmclass *)((uintptr_t)ha_pm.cl + k);
+	uint32_t q = d * cl->inv;
+	uint32_t r = cl->ror;
+	q = (q >> r) | (q << (-r & 31));
+	if (HA_UNLIKELY(q >= cl->lim)) {
+		free_odd(p);
+		return;
+	}
+#endif
+	/* the list's address is k plus a constant, not a further load: when
+	 * the classes freed change from call to call, the next call's loads
+	 * wait until these stores know their addresses
+	 * (bench/results/free-chain.md) */
+	ha_push_split(ha_tl_key(0), k, p);
 }
 
 /* ------------------------------------------------------------------ */

@@ -58,6 +58,33 @@ static inline void ha_push_at(uintptr_t key, void *p)
 	ha_tl_top_move(&l->top, 1);
 }
 
+/* ha_push_at(seg + k, p), for free's fast path: seg the cache's key
+ * (ha_tl_key(0)), k a class's offset.  On x86-64 the list is addressed as
+ * %fs:(seg,k), so that no add stands between the page map's entry and
+ * the list's address. */
+static inline void ha_push_split(uintptr_t seg, uintptr_t k, void *p)
+{
+#if defined(__x86_64__) && HA_SEG_ON && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	void **t;
+	int full;
+	__asm__ volatile("movq %%fs:(%[s],%[k]), %[t]" : [t] "=r"(t) : [s] "r"(seg), [k] "r"(k) : "memory");
+	if (HA_UNLIKELY(t[-1] == p))
+		ha_fatal("free(): double free detected", p);
+	__asm__ volatile("subl $1, %%fs:%c[room](%[s],%[k])"
+			 : "=@ccs"(full)
+			 : [s] "r"(seg), [k] "r"(k), [room] "i"(offsetof(ha_tlist, room))
+			 : "memory");
+	if (HA_UNLIKELY(full)) {
+		ha_tcache_overflow(p, seg + k);
+		return;
+	}
+	*t = p;
+	__asm__ volatile("addq $8, %%fs:(%[s],%[k])" : : [s] "r"(seg), [k] "r"(k) : "memory");
+#else
+	ha_push_at(seg + k, p);
+#endif
+}
+
 /* Is p the block this thread freed last in its class (the top of the stack
  * named by key)?  realloc asks before it allocates: the new block may take
  * p off the stack (the profiler's own allocations when every allocation is

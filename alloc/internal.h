@@ -162,11 +162,13 @@ void ha_spanrec_postfork(int child);
 #define HA_PM_LEAF_MASK ((1u << HA_PM_LEAF_BITS) - 1)
 /* What free's fast path reads of a page, in one 8-byte entry (one line
  * covers 8 pages): the low 32 bits of its span's first object and the
- * span's class, or class 0 (no span, or a span marked by
- * ha_span_mark_recorded), which no pointer passes. */
+ * span's class as an offset, cls << HA_TL_SHIFT: the class's list in the
+ * thread cache and its row of ha_pm.cl, so free reaches both with no
+ * further load.  0 (no span, or a span marked by ha_span_mark_recorded)
+ * is class 0, which no pointer passes. */
 typedef struct ha_pent {
 	uint32_t base_lo;
-	uint32_t cls;
+	uint32_t coff;
 } ha_pent;
 /* A leaf: per page its span (distance from ha_pm.nospan) and its entry,
  * both at the same index, so one root load reaches either; then its
@@ -181,15 +183,16 @@ typedef struct ha_pmleaf {
 	uint32_t dirty;                /* parts written since last given back */
 	struct ha_pmleaf *next;        /* every leaf, for ha_pagemap_decay */
 } ha_pmleaf;
-/* Free's class table, indexed by a page's class: the block-start check in
- * 32 bits (a span's offsets are below 2^32: size = odd << ror, inv the
- * odd part's inverse mod 2^32, lim the span's objects; class 0: inv and
- * lim 0, so every pointer fails) and the class's list key (ha_tl_key). */
+/* Free's row of a class: the block-start check in 32 bits (a span's
+ * offsets are below 2^32: size = odd << ror, inv the odd part's inverse
+ * mod 2^32, lim the span's objects; class 0: inv and lim 0, so every
+ * pointer fails).  A row is as long as a thread-cache list, so that a
+ * page's coff indexes both. */
 typedef struct ha_pmclass {
-	uint32_t inv[HA_NCLASSES];
-	uint32_t ror[HA_NCLASSES];
-	uint32_t lim[HA_NCLASSES];
-	uintptr_t key[HA_NCLASSES];
+	uint32_t inv;
+	uint32_t ror;
+	uint32_t lim;
+	uint32_t pad;
 } ha_pmclass;
 /* A root entry is its leaf's distance from `none`, in span entries: 0
  * (all of the BSS root at first) is `none`, a leaf that is never written.
@@ -198,7 +201,7 @@ typedef struct ha_pmclass {
  * span.  So every lookup is two loads and an add with no branch. */
 typedef struct ha_pagemap {
 	ha_span nospan;
-	ha_pmclass cl;       /* beside the root: free addresses both from &ha_pm */
+	ha_pmclass cl[HA_NCLASSES];   /* beside the root: free addresses both from &ha_pm */
 	ha_pmleaf none;
 	intptr_t root[1u << HA_PM_ROOT_BITS];
 } ha_pagemap;

@@ -38,6 +38,7 @@ static int leaves_idle;        /* a leaf's users fell to 0 (atomic) */
 #define HA_PM_DISCARDING 0x80000000u
 
 _Static_assert(sizeof(ha_pent) == sizeof(uintptr_t), "one index for both arrays of a leaf");
+_Static_assert(sizeof(ha_pmclass) == 1u << HA_TL_SHIFT, "a page's coff indexes ha_pm.cl too");
 
 static ha_pmleaf *leaf_at(intptr_t off)
 {
@@ -47,10 +48,9 @@ static ha_pmleaf *leaf_at(intptr_t off)
 void ha_pagemap_init(void)
 {
 	for (unsigned c = 1; c < HA_NCLASSES; c++) {
-		ha_pm.cl.inv[c] = (uint32_t)ha_class_inv[c];
-		ha_pm.cl.ror[c] = ha_class_ror[c];
-		ha_pm.cl.lim[c] = ha_class_span_bytes[c] / ha_class_size[c];
-		ha_pm.cl.key[c] = ha_tl_key(c);
+		ha_pm.cl[c].inv = (uint32_t)ha_class_inv[c];
+		ha_pm.cl[c].ror = ha_class_ror[c];
+		ha_pm.cl[c].lim = ha_class_span_bytes[c] / ha_class_size[c];
 	}
 }
 
@@ -119,7 +119,7 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 			if (!leaf_for(q))
 				return ENOMEM;
 	uint32_t base_lo = s ? (uint32_t)s->base : 0;
-	uint32_t cls = s && s->plain_max ? s->cls : 0;
+	uint32_t coff = s && s->plain_max ? s->cls << HA_TL_SHIFT : 0;
 	while (pg <= end) {
 		ha_pmleaf *leaf = leaf_for(pg);
 		uintptr_t last = (pg | part_mask) < end ? (pg | part_mask) : end;
@@ -131,7 +131,7 @@ int ha_pagemap_set(uintptr_t start, size_t bytes, ha_span *s)
 		for (; pg <= last; pg++) {
 			ha_pent *e = &leaf->ent[pg & HA_PM_LEAF_MASK];
 			__atomic_store_n(&e->base_lo, base_lo, __ATOMIC_RELAXED);
-			__atomic_store_n(&e->cls, cls, __ATOMIC_RELEASE);
+			__atomic_store_n(&e->coff, coff, __ATOMIC_RELEASE);
 			__atomic_store_n(&leaf->span[pg & HA_PM_LEAF_MASK],
 					 s ? (uintptr_t)s - (uintptr_t)&ha_pm.nospan : 0, __ATOMIC_RELEASE);
 			/* the lock-free reader sees what was stored, on every page */
@@ -169,12 +169,12 @@ int ha_pagemap_decay(uint32_t now)
 
 void ha_pagemap_mark(const ha_span *s)
 {
-	uint32_t cls = __atomic_load_n(&s->plain_max, __ATOMIC_RELAXED) ? s->cls : 0;
+	uint32_t coff = __atomic_load_n(&s->plain_max, __ATOMIC_RELAXED) ? s->cls << HA_TL_SHIFT : 0;
 	uintptr_t pg = s->base >> HA_PAGE_SHIFT;
 	uintptr_t end = (s->base + ha_class_span_bytes[s->cls] - 1) >> HA_PAGE_SHIFT;
 	for (; pg <= end; pg++) {
 		ha_pmleaf *leaf = leaf_at(ha_pagemap_index(pg) - (intptr_t)(pg & HA_PM_LEAF_MASK));
-		__atomic_store_n(&leaf->ent[pg & HA_PM_LEAF_MASK].cls, cls, __ATOMIC_RELEASE);
+		__atomic_store_n(&leaf->ent[pg & HA_PM_LEAF_MASK].coff, coff, __ATOMIC_RELEASE);
 	}
 }
 
