@@ -5,9 +5,12 @@
  * writes a byte and frees it at once.  Fixed 16 B and 128 B pairs run the same
  * loop over an array holding one size, so the three differ only in how the
  * size classes vary: a size-to-class lookup whose branches mispredict on
- * mixed sizes shows as the gap between "mixed" and the fixed rows.
- * Prints "mixed_ns", "fixed16_ns", "fixed128_ns" (ns per malloc+free) and
- * "pairs_per_sec" (of the mixed loop).
+ * mixed sizes shows as the gap between "mixed" and the fixed rows.  "alt"
+ * alternates 16 and 32 B: no branch to mispredict, but each pair's free
+ * stores to another class's list than the last one's
+ * (bench/results/free-chain.md).
+ * Prints "mixed_ns", "fixed16_ns", "fixed128_ns", "alt_ns" (ns per
+ * malloc+free) and "pairs_per_sec" (of the mixed loop).
  * argv[1]: scale in percent.
  */
 #include "bench.h"
@@ -45,12 +48,17 @@ int main(int argc, char **argv)
 	bench_print_allocator();
 	double f16 = run_fixed(16, n), f128 = run_fixed(128, n);
 	for (int i = 0; i < SIZES; i++)
+		sizes[i] = i & 1 ? 32 : 16;
+	run(n / 10);
+	double alt = run(n);
+	for (int i = 0; i < SIZES; i++)
 		sizes[i] = bench_range(&seed, 16, 256);
 	run(n / 10);
 	double mixed = run(n);
 	printf("mixed_ns %.2f\n", mixed);
 	printf("fixed16_ns %.2f\n", f16);
 	printf("fixed128_ns %.2f\n", f128);
+	printf("alt_ns %.2f\n", alt);
 	printf("pairs_per_sec %.0f\n", 1e9 / mixed);
 	return 0;
 }

@@ -151,8 +151,9 @@ def headline(wname, s):
     if wname == "mixed":
         if f.get("mixed_ns") is None:
             return "–"
-        return "16–256 B random: %s ns/pair (16 B: %s, 128 B: %s)" % (
-            fmt(f["mixed_ns"], 1), fmt(f.get("fixed16_ns"), 1), fmt(f.get("fixed128_ns"), 1))
+        return "16–256 B random: %s ns/pair (16 B: %s, 128 B: %s, 16/32 B alternating: %s)" % (
+            fmt(f["mixed_ns"], 1), fmt(f.get("fixed16_ns"), 1), fmt(f.get("fixed128_ns"), 1),
+            fmt(f.get("alt_ns"), 1))
     key = dict((w[0], w[4]) for w in WORKLOADS).get(wname)
     if key and f.get(key) is not None:
         return "%s %s" % (fmt_big(f[key]), key.replace("_per_sec", "/s").replace("_", " "))
