@@ -67,7 +67,10 @@ static inline void ha_push_split(uintptr_t seg, uintptr_t k, void *p)
 #if defined(__x86_64__) && HA_SEG_ON && defined(__GCC_ASM_FLAG_OUTPUTS__)
 	void **t;
 	int full;
-	__asm__ volatile("movq %%fs:(%[s],%[k]), %[t]" : [t] "=r"(t) : [s] "r"(seg), [k] "r"(k) : "memory");
+	__asm__ volatile("movq %%fs:(%[s],%[k]), %[t]"
+			 : [t] "=r"(t)
+			 : [s] "r"(seg), [k] "r"(k)
+			 : "memory");
 	if (HA_UNLIKELY(t[-1] == p))
 		ha_fatal("free(): double free detected", p);
 	__asm__ volatile("subl $1, %%fs:%c[room](%[s],%[k])"
@@ -79,7 +82,10 @@ static inline void ha_push_split(uintptr_t seg, uintptr_t k, void *p)
 		return;
 	}
 	*t = p;
-	__asm__ volatile("addq $8, %%fs:(%[s],%[k])" : : [s] "r"(seg), [k] "r"(k) : "memory");
+	__asm__ volatile("addq $8, %%fs:(%[s],%[k])"
+			 :
+			 : [s] "r"(seg), [k] "r"(k)
+			 : "memory");
 #else
 	ha_push_at(seg + k, p);
 #endif
