@@ -21,7 +21,9 @@
  *   comes as an offset that addresses both its row and its list, so the
  *   list's address is known one load after the map's.
  * C++: operator new and new[] (without alignment) are malloc's path inlined
- *   (19 too); operator delete and delete[], sized or not, are free itself.
+ *   (19 too); operator delete and delete[] are free itself.  Their sized
+ *   forms (34) take the class from the size, so the list's address does
+ *   not wait for the page map, which only checks it.
  *
  * Everything else goes to noinline slow paths: an empty or full list
  * (thread_cache.c), a countdown that ran out (a sample, a threshold check,
@@ -136,6 +138,58 @@ static inline void free_fast(void *p)
 	 * the classes freed change from call to call, the next call's loads
 	 * wait until these stores know their addresses
 	 * (bench/results/free-chain.md) */
+	ha_push_split(ha_tl_key(0), k, p);
+}
+
+/* free of p whose requested size n the caller names (C++'s sized delete):
+ * n names the class as malloc found it, so the list's address waits for
+ * one table load instead of the page map.  The map's entry must still name
+ * that class, and p be a plain block start of it; anything else (a sampled
+ * block, one from aligned new, a wrong n) takes free's own path. */
+static HA_NOINLINE void free_unsized(void *p)
+{
+	free_fast(p);
+}
+
+static inline void free_sized_fast(void *p, size_t n)
+{
+	if (HA_UNLIKELY(n > HA_SMALL_MAX)) {
+		free_unsized(p);
+		return;
+	}
+	uintptr_t k = ha_class_tab[(n + 15) >> 4];
+	intptr_t i = ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT);
+	uint32_t d = (uint32_t)(uintptr_t)p;
+	uint32_t e;   /* the entry's class offset */
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	int odd;
+	__asm__("movl %c[ent]+4(%[pm],%[i],8), %[e]\n\t"
+		"subl %c[ent](%[pm],%[i],8), %[d]\n\t"
+		"imull %c[inv](%[pm],%[k]), %[d]\n\t"
+		"movl %c[ror](%[pm],%[k]), %%ecx\n\t"
+		"rorl %%cl, %[d]\n\t"
+		"cmpl %c[lim](%[pm],%[k]), %[d]"
+		: [e] "=&r"(e), [d] "+r"(d), "=@ccae"(odd)
+		: [pm] "r"(&ha_pm), [i] "r"(i), [k] "r"(k),
+		  [ent] "i"(offsetof(ha_pagemap, none.ent)),
+		  [inv] "i"(offsetof(ha_pagemap, cl[0].inv)),
+		  [ror] "i"(offsetof(ha_pagemap, cl[0].ror)),
+		  [lim] "i"(offsetof(ha_pagemap, cl[0].lim)),
+		  "m"(*ha_pagemap_ent(i)), "m"(ha_pm.cl)
+		: "ecx");
+#else
+	e = ha_pagemap_ent(i)->coff;
+	d -= ha_pagemap_ent(i)->base_lo;
+	const ha_pmclass *cl = (const ha_pmclass *)((uintptr_t)ha_pm.cl + k);
+	uint32_t q = d * cl->inv;
+	uint32_t r = cl->ror;
+	q = (q >> r) | (q << (-r & 31));
+	int odd = q >= cl->lim;
+#endif
+	if (HA_UNLIKELY(odd) || HA_UNLIKELY(e != k)) {
+		free_unsized(p);
+		return;
+	}
 	ha_push_split(ha_tl_key(0), k, p);
 }
 
@@ -533,8 +587,13 @@ HA_EXPORT __typeof__(ha_cxx_new) ha_cxx_new_array __asm__("_Znam")
 	HA_EXPORT __typeof__(free) cname __asm__(sym) __attribute__((alias("free"), copy(free)))
 HA_DELETE(ha_cxx_delete, "_ZdlPv");
 HA_DELETE(ha_cxx_delete_array, "_ZdaPv");
-HA_DELETE(ha_cxx_delete_sized, "_ZdlPvm");
-HA_DELETE(ha_cxx_delete_array_sized, "_ZdaPvm");
+HA_EXPORT void ha_cxx_delete_sized(void *p, size_t n) __asm__("_ZdlPvm");
+HA_EXPORT void ha_cxx_delete_sized(void *p, size_t n)
+{
+	free_sized_fast(p, n);
+}
+HA_EXPORT __typeof__(ha_cxx_delete_sized) ha_cxx_delete_array_sized __asm__("_ZdaPvm")
+	__attribute__((alias("_ZdlPvm")));
 
 HA_EXPORT void *calloc(size_t n, size_t m)
 {
