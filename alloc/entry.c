@@ -561,6 +561,21 @@ HA_EXPORT void free(void *p)
 	free_fast(p);
 }
 
+/* C23's free_sized (glibc 2.36 has none): n is what malloc, calloc (its
+ * product) or realloc was asked for, so the class comes from it, as for
+ * C++'s sized delete; and free_aligned_sized, which is free. */
+HA_EXPORT void free_sized(void *p, size_t n)
+{
+	free_sized_fast(p, n);
+}
+
+HA_EXPORT void free_aligned_sized(void *p, size_t align, size_t n)
+{
+	(void)align;
+	(void)n;
+	free_unsized(p);
+}
+
 /* C++'s plain and array new and its deletes without an alignment, the forms
  * a C++ program calls: malloc's and free's fast paths, not a call away in
  * operators.cc (which cannot address the cache through HA_SEG).  A new that

@@ -12,7 +12,7 @@ command -v nm >/dev/null 2>&1 || { echo "SKIP: nm not installed"; exit 77; }
 syms=$(nm -D --defined-only "$lib" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | sort -u)
 [ -n "$syms" ] || { echo "HARD ERROR: nm listed no symbols in $lib"; exit 99; }
 
-api='malloc free calloc realloc reallocarray memalign posix_memalign aligned_alloc
+api='malloc free free_sized free_aligned_sized calloc realloc reallocarray memalign posix_memalign aligned_alloc
 valloc pvalloc malloc_usable_size malloc_trim mallopt mallinfo mallinfo2 malloc_stats'
 ops='_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t _ZnwmSt11align_val_t
 _ZnamSt11align_val_t _ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t

@@ -62,6 +62,7 @@ extern "C" {
     fn calloc(n: usize, size: usize) -> *mut c_void;
     fn realloc(p: *mut c_void, size: usize) -> *mut c_void;
     fn free(p: *mut c_void);
+    fn free_sized(p: *mut c_void, size: usize);
     fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int;
 }
 
@@ -78,8 +79,8 @@ const ENOENT: i32 = 2;
 /// (HA_MIN_ALIGN: its size classes are multiples of 16).
 const MIN_ALIGN: usize = 16;
 
-/// The global allocator on heapalloc: `malloc`/`calloc`/`realloc`/`free`,
-/// and `posix_memalign` for alignments above 16.
+/// The global allocator on heapalloc: `malloc`/`calloc`/`realloc`/`free_sized`,
+/// and `posix_memalign` and `free` for alignments above 16.
 ///
 /// ```no_run
 /// #[global_allocator]
@@ -122,8 +123,13 @@ unsafe impl GlobalAlloc for HeapAlloc {
     }
 
     #[inline]
-    unsafe fn dealloc(&self, p: *mut u8, _layout: Layout) {
-        free(p as *mut c_void)
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        // the size names the class, so free need not wait for the page map
+        if layout.align() <= MIN_ALIGN {
+            free_sized(p as *mut c_void, layout.size())
+        } else {
+            free(p as *mut c_void)
+        }
     }
 
     #[inline]

@@ -1,11 +1,14 @@
-// alloc_cxx_sized — C++'s sized delete takes its own path (the class from the
-// size, checked against the page map), so it is tested on its own, in four
+// alloc_sized — C++'s sized delete and C23's free_sized take their own path
+// (the class from the size, checked against the page map), so they are
+// tested on their own, in four
 // runs of this program: sampling off, every 64 bytes (nearly every block a
 // sampled one, with a header), every allocation recorded (interval 1), and
 // the compatibility mode (a header on every block).  In each:
 //   - every size up to 32 KiB + 1: new, the pattern, sized delete, plain and
-//     array; with sampling off the next new of that size returns the same
-//     block, so the sized delete put it on its own class's list;
+//     array, and malloc or calloc with free_sized; with sampling off the
+//     next new (malloc) of that size returns the same block, so the sized
+//     free put it on its own class's list; free_aligned_sized of an
+//     aligned_alloc block;
 //   - a live set of 12,000 blocks of random sizes, half of them deleted
 //     (sized) in random order and new ones made, every live block's pattern
 //     checked after each phase (a block on the wrong class's list would be
@@ -25,6 +28,9 @@
 #include "tests/lib/check.h"
 #include "tests/lib/alloc_util.h"
 #include "tests/lib/prof_util.h"
+
+extern "C" void free_sized(void *p, size_t n);
+extern "C" void free_aligned_sized(void *p, size_t align, size_t n);
 
 static volatile size_t vsize;
 static size_t sz(size_t n) { vsize = n; return vsize; }
@@ -76,6 +82,24 @@ static void every_size(bool off)
 		pat_fill(p, m, s + 1);
 		CHECK_EQ(pat_check(p, m, s + 1), (size_t)-1);
 		::operator delete[](p, m);
+		p = n & 1 ? malloc(m) : calloc(1, m);
+		CHECK(p != nullptr);
+		if (!(n & 1))
+			CHECK_EQ(zero_check(p, m), (size_t)-1);
+		was = (uintptr_t)p;
+		pat_fill(p, m, s + 2);
+		CHECK_EQ(pat_check(p, m, s + 2), (size_t)-1);
+		free_sized(p, m);
+		if (off && m <= 32768) {
+			void *q = malloc(m);
+			CHECK_EQ((uintptr_t)q, was);
+			free_sized(q, m);
+		}
+		p = aligned_alloc(64, (m + 63) & ~(size_t)63);
+		CHECK(p != nullptr && (uintptr_t)p % 64 == 0);
+		pat_fill(p, m, s + 3);
+		CHECK_EQ(pat_check(p, m, s + 3), (size_t)-1);
+		free_aligned_sized(p, 64, (m + 63) & ~(size_t)63);
 	}
 }
 
@@ -84,6 +108,9 @@ struct blk {
 	size_t n;
 	uint32_t seed;
 };
+
+// a third of the live set from malloc, freed with free_sized
+static bool from_malloc(const blk &b) { return b.seed % 3 == 0; }
 
 static size_t rand_size()
 {
@@ -101,9 +128,18 @@ static size_t rand_size()
 static blk make(uint32_t seed)
 {
 	blk b = { nullptr, sz(rand_size()), seed };
-	b.p = static_cast<char *>(::operator new(b.n));
+	b.p = static_cast<char *>(from_malloc(b) ? malloc(b.n) : ::operator new(b.n));
+	CHECK(b.p != nullptr);
 	pat_fill(b.p, b.n, seed);
 	return b;
+}
+
+static void drop(const blk &b)
+{
+	if (from_malloc(b))
+		free_sized(b.p, b.n);
+	else
+		::operator delete(b.p, b.n);
 }
 
 static void check_all(const std::vector<blk> &v)
@@ -127,7 +163,7 @@ static void live_set()
 			v[j] = t;
 		}
 		for (size_t i = 0; i < 6000; i++) {
-			::operator delete(v.back().p, v.back().n);
+			drop(v.back());
 			v.pop_back();
 		}
 		check_all(v);
@@ -136,7 +172,7 @@ static void live_set()
 		check_all(v);
 	}
 	for (const blk &b : v)
-		::operator delete(b.p, b.n);
+		drop(b);
 }
 
 int main(int argc, char **argv)
