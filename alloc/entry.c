@@ -92,6 +92,18 @@ static inline void *alloc_fast(size_t n)
 	return alloc_fast_as(n, 0);
 }
 
+/* The block-start check where it is not written in asm: d, p's offset from
+ * its span's first object (low 32 bits), is not a multiple of class row
+ * k's size below its span's objects. */
+static inline int row_odd(uint32_t d, uintptr_t k)
+{
+	const ha_pmclass *cl = (const ha_pmclass *)((uintptr_t)ha_pm.cl + k);
+	uint32_t q = d * cl->inv;
+	uint32_t r = cl->ror;
+	q = (q >> r) | (q << (-r & 31));
+	return q >= cl->lim;
+}
+
 /* free of p, small or not: a big block, NULL and an invalid pointer take
  * the odd path, as their page has no span (class 0).  The check is on p's
  * low 32 bits within the page p's bits 12-47 name: bits 48-63 are not
@@ -125,11 +137,7 @@ static inline void free_fast(void *p)
 #else
 	k = ha_pagemap_ent(i)->coff;
 	d -= ha_pagemap_ent(i)->base_lo;
-	const ha_pmclass *cl = (const ha_pmclass *)((uintptr_t)ha_pm.cl + k);
-	uint32_t q = d * cl->inv;
-	uint32_t r = cl->ror;
-	q = (q >> r) | (q << (-r & 31));
-	if (HA_UNLIKELY(q >= cl->lim)) {
+	if (HA_UNLIKELY(row_odd(d, k))) {
 		free_odd(p);
 		return;
 	}
@@ -180,11 +188,7 @@ static inline void free_sized_fast(void *p, size_t n)
 #else
 	e = ha_pagemap_ent(i)->coff;
 	d -= ha_pagemap_ent(i)->base_lo;
-	const ha_pmclass *cl = (const ha_pmclass *)((uintptr_t)ha_pm.cl + k);
-	uint32_t q = d * cl->inv;
-	uint32_t r = cl->ror;
-	q = (q >> r) | (q << (-r & 31));
-	int odd = q >= cl->lim;
+	int odd = row_odd(d, k);
 #endif
 	if (HA_UNLIKELY(odd) || HA_UNLIKELY(e != k)) {
 		free_unsized(p);
