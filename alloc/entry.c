@@ -92,16 +92,53 @@ static inline void *alloc_fast(size_t n)
 	return alloc_fast_as(n, 0);
 }
 
-/* The block-start check where it is not written in asm: d, p's offset from
- * its span's first object (low 32 bits), is not a multiple of class row
- * k's size below its span's objects. */
+/* p's page's entry, at index i of the map: its class offset (the return)
+ * and *d, p's low 32 bits less its span's first object's. */
+static inline uintptr_t map_entry(intptr_t i, uint32_t *d)
+{
+	uintptr_t k;
+#if defined(__x86_64__)
+	/* both fields straight from the map: the compiler otherwise puts the
+	 * entry's address in a register first, one instruction more (and a
+	 * 32-bit load zero-extends k, which it does not know either) */
+	__asm__("movl %c[ent]+4(%[pm],%[i],8), %k[k]\n\t"
+		"subl %c[ent](%[pm],%[i],8), %[d]"
+		: [k] "=&r"(k), [d] "+r"(*d)
+		: [pm] "r"(&ha_pm), [i] "r"(i), [ent] "i"(offsetof(ha_pagemap, none.ent)),
+		  "m"(*ha_pagemap_ent(i)));
+#else
+	k = ha_pagemap_ent(i)->coff;
+	*d -= ha_pagemap_ent(i)->base_lo;
+#endif
+	return k;
+}
+
+/* Is d (from map_entry) not a block start of class row k, i.e. not a
+ * multiple of its size below its span's objects? */
 static inline int row_odd(uint32_t d, uintptr_t k)
 {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+	/* the row's fields from &ha_pm and k: the compiler otherwise puts the
+	 * row's address in a register first, one instruction more */
+	int odd;
+	__asm__("imull %c[inv](%[pm],%[k]), %[d]\n\t"
+		"movl %c[ror](%[pm],%[k]), %%ecx\n\t"
+		"rorl %%cl, %[d]\n\t"
+		"cmpl %c[lim](%[pm],%[k]), %[d]"
+		: [d] "+r"(d), "=@ccae"(odd)
+		: [pm] "r"(&ha_pm), [k] "r"(k),
+		  [inv] "i"(offsetof(ha_pagemap, cl[0].inv)),
+		  [ror] "i"(offsetof(ha_pagemap, cl[0].ror)),
+		  [lim] "i"(offsetof(ha_pagemap, cl[0].lim)), "m"(ha_pm.cl)
+		: "ecx");
+	return odd;
+#else
 	const ha_pmclass *cl = (const ha_pmclass *)((uintptr_t)ha_pm.cl + k);
 	uint32_t q = d * cl->inv;
 	uint32_t r = cl->ror;
 	q = (q >> r) | (q << (-r & 31));
 	return q >= cl->lim;
+#endif
 }
 
 /* free of p, small or not: a big block, NULL and an invalid pointer take
@@ -110,38 +147,13 @@ static inline int row_odd(uint32_t d, uintptr_t k)
  * looked at (a pointer no program can dereference on x86-64). */
 static inline void free_fast(void *p)
 {
-	intptr_t i = ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT);
-	uintptr_t k;   /* p's class << HA_TL_SHIFT: its list's key less the cache's */
 	uint32_t d = (uint32_t)(uintptr_t)p;
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-	/* all from &ha_pm and k: the compiler otherwise puts the entry's and
-	 * the row's addresses in registers first, an instruction more each */
-	int odd;
-	__asm__("movl %c[ent]+4(%[pm],%[i],8), %k[k]\n\t"
-		"subl %c[ent](%[pm],%[i],8), %[d]\n\t"
-		"imull %c[inv](%[pm],%[k]), %[d]\n\t"
-		"movl %c[ror](%[pm],%[k]), %%ecx\n\t"
-		"rorl %%cl, %[d]\n\t"
-		"cmpl %c[lim](%[pm],%[k]), %[d]"
-		: [k] "=&r"(k), [d] "+r"(d), "=@ccae"(odd)
-		: [pm] "r"(&ha_pm), [i] "r"(i), [ent] "i"(offsetof(ha_pagemap, none.ent)),
-		  [inv] "i"(offsetof(ha_pagemap, cl[0].inv)),
-		  [ror] "i"(offsetof(ha_pagemap, cl[0].ror)),
-		  [lim] "i"(offsetof(ha_pagemap, cl[0].lim)),
-		  "m"(*ha_pagemap_ent(i)), "m"(ha_pm.cl)
-		: "ecx");
-	if (HA_UNLIKELY(odd)) {
-		free_odd(p);
-		return;
-	}
-#else
-	k = ha_pagemap_ent(i)->coff;
-	d -= ha_pagemap_ent(i)->base_lo;
+	/* p's class << HA_TL_SHIFT: its list's key less the cache's */
+	uintptr_t k = map_entry(ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT), &d);
 	if (HA_UNLIKELY(row_odd(d, k))) {
 		free_odd(p);
 		return;
 	}
-#endif
 	/* the list's address is k plus a constant, not a further load: when
 	 * the classes freed change from call to call, the next call's loads
 	 * wait until these stores know their addresses
@@ -166,31 +178,9 @@ static inline void free_sized_fast(void *p, size_t n)
 		return;
 	}
 	uintptr_t k = ha_class_tab[(n + 15) >> 4];
-	intptr_t i = ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT);
 	uint32_t d = (uint32_t)(uintptr_t)p;
-	uint32_t e;   /* the entry's class offset */
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-	int odd;
-	__asm__("movl %c[ent]+4(%[pm],%[i],8), %[e]\n\t"
-		"subl %c[ent](%[pm],%[i],8), %[d]\n\t"
-		"imull %c[inv](%[pm],%[k]), %[d]\n\t"
-		"movl %c[ror](%[pm],%[k]), %%ecx\n\t"
-		"rorl %%cl, %[d]\n\t"
-		"cmpl %c[lim](%[pm],%[k]), %[d]"
-		: [e] "=&r"(e), [d] "+r"(d), "=@ccae"(odd)
-		: [pm] "r"(&ha_pm), [i] "r"(i), [k] "r"(k),
-		  [ent] "i"(offsetof(ha_pagemap, none.ent)),
-		  [inv] "i"(offsetof(ha_pagemap, cl[0].inv)),
-		  [ror] "i"(offsetof(ha_pagemap, cl[0].ror)),
-		  [lim] "i"(offsetof(ha_pagemap, cl[0].lim)),
-		  "m"(*ha_pagemap_ent(i)), "m"(ha_pm.cl)
-		: "ecx");
-#else
-	e = ha_pagemap_ent(i)->coff;
-	d -= ha_pagemap_ent(i)->base_lo;
-	int odd = row_odd(d, k);
-#endif
-	if (HA_UNLIKELY(odd) || HA_UNLIKELY(e != k)) {
+	uintptr_t e = map_entry(ha_pagemap_index((uintptr_t)p >> HA_PAGE_SHIFT), &d);
+	if (HA_UNLIKELY(e != k) || HA_UNLIKELY(row_odd(d, k))) {
 		free_unsized(p);
 		return;
 	}
