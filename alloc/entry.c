@@ -6,11 +6,13 @@
  * profiling is on or off (profiling changes the countdown's values, not the
  * code).  The instruction counts are kept true by `make bench-instr`.
  *
- * malloc(n), n <= 1 KiB: 19 instructions (the same up to 32 KiB), no
+ * malloc(n), n <= 1 KiB: 18 instructions (the same up to 32 KiB), no
  *   lock, no atomic, no call: the class's stack from one table, the
  *   countdown charged the class size (one subtract from memory and a
  *   branch), a pop from this thread's stack of block pointers, all
- *   %fs-relative (HA_SEG); the block's memory is not read.
+ *   %fs-relative (HA_SEG), the list as %fs:(cache, class offset) with no
+ *   add between the table's load and the list's; the block's memory is
+ *   not read.
  * free(p), p a small block: 25 instructions: the page map (two dependent
  *   loads and an add, no branch: a page without a span reads class 0, which
  *   no pointer passes) gives p's page's class and its span's first object,
@@ -21,7 +23,7 @@
  *   comes as an offset that addresses both its row and its list, so the
  *   list's address is known one load after the map's.
  * C++: operator new and new[] (without alignment) are malloc's path inlined
- *   (19 too); operator delete and delete[] are free itself.  Their sized
+ *   (18 too); operator delete and delete[] are free itself.  Their sized
  *   forms (34) take the class from the size, so the list's address does
  *   not wait for the page map, which only checks it.
  *
@@ -68,19 +70,16 @@ static HA_NOINLINE void *new_slow(size_t n, int64_t c);
 static inline void *alloc_fast_as(size_t n, int cxx)
 {
 	if (HA_LIKELY(n <= HA_SMALL_MAX)) {
-		uintptr_t key = ha_tl_key(0) + ha_class_tab[(n + 15) >> 4];
-		ha_tlist HA_SEG *l = ha_tl_of_key(key);
-		int64_t c = l->size;
+		uintptr_t seg = ha_tl_key(0), k = ha_class_tab[(n + 15) >> 4];
+		int64_t c = ha_size_split(seg, k);
 		if (HA_LIKELY(ha_countdown_take_seg(&ha_tc_seg()->sample_left, c))) {
-			if (!cxx)
-				return ha_pop_at(key, n);
-			void **t = l->top;
-			void *p = t[-1];
+			void *p = ha_top_split(seg, k)[-1];
 			if (HA_LIKELY(p)) {
-				ha_tl_top_move(&l->top, 0);
-				l->room++;
+				ha_popped_split(seg, k);
 				return p;
 			}
+			if (!cxx)
+				return ha_tcache_refill(seg + k, n);
 		}
 		return cxx ? new_slow(n, c) : malloc_due(n, c);
 	}

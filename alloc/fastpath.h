@@ -91,6 +91,59 @@ static inline void ha_push_split(uintptr_t seg, uintptr_t k, void *p)
 #endif
 }
 
+/* malloc's half of ha_push_split: the list at seg + k (seg = ha_tl_key(0),
+ * k a class's offset) addressed as %fs:(seg,k) on x86-64, so that no add
+ * stands between the class table's load and the list's.  The size (the
+ * sampling countdown's charge), the top, and the pop once t[-1] is known
+ * to be a block. */
+#if defined(__x86_64__) && HA_SEG_ON && defined(__GCC_ASM_FLAG_OUTPUTS__)
+static inline uint64_t ha_size_split(uintptr_t seg, uintptr_t k)
+{
+	uint64_t c;   /* movl clears the upper half: no zero-extension after */
+	__asm__ volatile("movl %%fs:%c[sz](%[s],%[k]), %k[c]"
+			 : [c] "=r"(c)
+			 : [s] "r"(seg), [k] "r"(k), [sz] "i"(offsetof(ha_tlist, size))
+			 : "memory");
+	return c;
+}
+
+static inline void **ha_top_split(uintptr_t seg, uintptr_t k)
+{
+	void **t;
+	__asm__ volatile("movq %%fs:(%[s],%[k]), %[t]"
+			 : [t] "=r"(t)
+			 : [s] "r"(seg), [k] "r"(k)
+			 : "memory");
+	return t;
+}
+
+static inline void ha_popped_split(uintptr_t seg, uintptr_t k)
+{
+	__asm__ volatile("addl $1, %%fs:%c[room](%[s],%[k])\n\t"
+			 "subq $8, %%fs:(%[s],%[k])"
+			 :
+			 : [s] "r"(seg), [k] "r"(k), [room] "i"(offsetof(ha_tlist, room))
+			 : "memory", "cc");
+}
+#else
+static inline uint64_t ha_size_split(uintptr_t seg, uintptr_t k)
+{
+	return ha_tl_of_key(seg + k)->size;
+}
+
+static inline void **ha_top_split(uintptr_t seg, uintptr_t k)
+{
+	return ha_tl_of_key(seg + k)->top;
+}
+
+static inline void ha_popped_split(uintptr_t seg, uintptr_t k)
+{
+	ha_tlist HA_SEG *l = ha_tl_of_key(seg + k);
+	ha_tl_top_move(&l->top, 0);
+	l->room++;
+}
+#endif
+
 /* Is p the block this thread freed last in its class (the top of the stack
  * named by key)?  realloc asks before it allocates: the new block may take
  * p off the stack (the profiler's own allocations when every allocation is
